@@ -1,0 +1,2 @@
+//! zkr: a ZooKeeper-wire-compatible coordination server.
+pub mod proto;

@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""Hand-rolled ZooKeeper client (stdlib only) for requests the official Java
+client cannot send.  It talks through record_proxy.py like Scenarios.java.
+
+Usage: raw_client.py PROXY_PORT CONTROL_PORT NAME
+       raw_client.py --list
+
+Scenarios:
+  check-standalone  standalone check (op 13) outside of a multi; the 3.8 Java
+                    client only has Op.check inside multi.
+  unknown-opcode    a request with an opcode the server does not know.
+"""
+
+import socket
+import struct
+import sys
+
+HOST = "127.0.0.1"
+
+
+# ---- jute encoding (big endian; buffer/string = int length + bytes, -1 = null)
+def jint(v):
+    return struct.pack(">i", v)
+
+
+def jlong(v):
+    return struct.pack(">q", v)
+
+
+def jbool(v):
+    return b"\x01" if v else b"\x00"
+
+
+def jbuf(b):
+    return jint(-1) if b is None else jint(len(b)) + b
+
+
+def jstr(s):
+    return jbuf(None if s is None else s.encode("utf-8"))
+
+
+def jacl_world_all():
+    # vector<ACL> with one entry: perms=ALL(31), Id(scheme "world", id "anyone")
+    return jint(1) + jint(31) + jstr("world") + jstr("anyone")
+
+
+class Raw:
+    def __init__(self, port):
+        self.s = socket.create_connection((HOST, port))
+        self.s.settimeout(5)
+        self.xid = 0
+
+    def send_frame(self, payload):
+        self.s.sendall(jint(len(payload)) + payload)
+
+    def read_exact(self, n):
+        out = b""
+        while len(out) < n:
+            chunk = self.s.recv(n - len(out))
+            if not chunk:
+                raise EOFError("server closed the connection")
+            out += chunk
+        return out
+
+    def read_frame(self):
+        (n,) = struct.unpack(">i", self.read_exact(4))
+        return self.read_exact(n)
+
+    def connect(self, timeout=30000):
+        self.send_frame(jint(0) + jlong(0) + jint(timeout) + jlong(0)
+                        + jbuf(bytes(16)) + jbool(False))
+        resp = self.read_frame()
+        proto, to, sid = struct.unpack_from(">iiq", resp, 0)
+        print("[raw] connected session 0x%x timeout %d" % (sid, to), file=sys.stderr)
+
+    def request(self, op, body=b""):
+        """Sends one request and returns (err, reply body) of the matching reply,
+        or None when the server closed the connection / did not answer."""
+        self.xid += 1
+        xid = self.xid
+        self.send_frame(jint(xid) + jint(op) + body)
+        try:
+            while True:
+                f = self.read_frame()
+                rxid, zxid, err = struct.unpack_from(">iqi", f, 0)
+                if rxid == xid:
+                    print("[raw] op %d -> err %d" % (op, err), file=sys.stderr)
+                    return err, f[16:]
+        except (EOFError, socket.timeout, ConnectionError) as e:
+            print("[raw] op %d -> no reply (%s)" % (op, e), file=sys.stderr)
+            return None
+
+    def close(self):
+        self.request(-11)
+        self.s.close()
+
+
+def ctl(port, cmd):
+    with socket.create_connection((HOST, port)) as s:
+        s.sendall((cmd + "\n").encode("utf-8"))
+        reply = s.makefile("r", encoding="utf-8").readline().strip()
+    if not reply.startswith("ok"):
+        raise RuntimeError("proxy said %r to %r" % (reply, cmd))
+    return reply
+
+
+def check_standalone(c):
+    c.request(1, jstr("/chk") + jbuf(b"v") + jacl_world_all() + jint(0))   # create /chk
+    c.request(13, jstr("/chk") + jint(0))                                  # check ok
+    c.request(13, jstr("/chk") + jint(5))                                  # BadVersion
+    c.request(13, jstr("/nope") + jint(0))                                 # NoNode
+    c.request(13, jstr("/chk") + jint(-1))                                 # any version
+    c.close()
+
+
+def unknown_opcode(c):
+    c.request(3, jstr("/") + jbool(False))     # exists / (a normal request first)
+    if c.request(77, jstr("/")) is None:       # opcode 77 is not defined
+        c.s.close()
+        return
+    c.request(3, jstr("/") + jbool(False))     # is the session still usable?
+    c.close()
+
+
+SCENARIOS = {
+    "check-standalone": (
+        "standalone check (op 13, CheckVersionRequest path+version) sent by a hand-rolled client"
+        " (tools/record-proxy/raw_client.py) because the 3.8 Java client can only send check inside"
+        " multi: create /chk (op 1); check /chk version 0; check /chk version 5; check /nope version 0;"
+        " check /chk version -1; closeSession.",
+        check_standalone),
+    "unknown-opcode": (
+        "a request with the undefined opcode 77 (body: a path string) sent by a hand-rolled client"
+        " (tools/record-proxy/raw_client.py), preceded by exists / (op 3) and followed, if the"
+        " connection survives, by another exists / and closeSession.",
+        unknown_opcode),
+}
+
+
+def main():
+    if sys.argv[1:] == ["--list"]:
+        print("\n".join(SCENARIOS))
+        return
+    if len(sys.argv) != 4:
+        sys.exit(__doc__)
+    proxy_port, control_port, name = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    desc, fn = SCENARIOS[name]
+    ctl(control_port, "label %s %s" % (name, desc))
+    c = Raw(proxy_port)
+    c.connect()
+    fn(c)
+    ctl(control_port, "wait 15")
+    ctl(control_port, "label unnamed")
+
+
+if __name__ == "__main__":
+    main()

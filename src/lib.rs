@@ -1,2 +1,23 @@
 //! zkr: a ZooKeeper-wire-compatible coordination server.
+//!
+//! ```text
+//!  TCP conn ──► codec (frames) ──► proto (jute records) ──► core thread ──────────────────────┐
+//!   ▲                                                      │ prep → Txn → apply(DataTree)     │
+//!   │                                                      │ reads answered in the same order │
+//!   │                                                      │ watch tables fire events         │
+//!   └── per-connection FIFO queue (replies + events) ◄─────┘ sessions: expiry queue, re-attach │
+//! ```
+//!
+//! Invariants: `DataTree::apply` is deterministic (time and ids fixed in the `Txn`); one thread
+//! applies txns in zxid order; replies and notifications of a connection leave in one FIFO;
+//! watches are connection-local; every queue is bounded.
+#![forbid(unsafe_code)]
+
+pub mod codec;
+pub mod config;
 pub mod proto;
+pub mod server;
+pub mod session;
+pub mod tree;
+pub mod txn;
+pub mod watch;

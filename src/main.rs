@@ -1,1 +1,47 @@
-fn main() {}
+//! The `zkr` command line.
+
+use clap::{Parser, Subcommand};
+use zkr::config::{Config, ServeArgs};
+
+#[derive(Parser)]
+#[command(name = "zkr", version, about = "A ZooKeeper-wire-compatible coordination server")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve ZooKeeper clients (default: 0.0.0.0:2181, data in ./zkr-data).
+    Serve(ServeArgs),
+}
+
+fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Serve(args) => {
+            let cfg = match Config::from_args(&args) {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::error!("{e}");
+                    eprintln!("zkr: {e}");
+                    std::process::exit(2);
+                }
+            };
+            let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+            rt.block_on(async move {
+                let server = zkr::server::Server::start(cfg).await?;
+                tokio::signal::ctrl_c().await.ok();
+                tracing::info!("shutting down");
+                server.shutdown().await;
+                anyhow::Ok(())
+            })
+        }
+    }
+}

@@ -10,7 +10,7 @@ pub mod request;
 pub mod response;
 pub mod stat;
 
-pub use codes::{perms, xid, CreateMode, ErrorCode, EventType, OpCode, WatcherType};
+pub use codes::{perms, xid, CreateMode, ErrorCode, EventType, OpCode, WatcherType, STATE_SYNC_CONNECTED};
 pub use connect::{ConnectRequest, ConnectResponse, PASSWORD_LEN};
 pub use jute::DecodeError;
 pub use request::{CreateRequest, MultiOp, Request, RequestBody, RequestError, SetWatches};

@@ -375,14 +375,16 @@ public class Scenarios {
             });
 
         def("setacl",
-            "setACL (op 7) /acl to world:anyone READ with version -1 -> Stat (aversion 1); getACL (op 6) shows it;"
-            + " setACL with version 5 -> BadVersion (-103).",
+            "setACL (op 7) /acl with version 5 -> BadVersion (-103); setACL /acl to world:anyone READ with"
+            + " version -1 -> Stat (aversion 1); getACL (op 6) shows it; setACL again -> NoAuth (-102) since"
+            + " the node no longer grants ADMIN.",
             () -> {
                 ZooKeeper zk = connect();
                 zk.create("/acl", b(""), OPEN, CreateMode.PERSISTENT);
+                expect(KeeperException.Code.BADVERSION, () -> zk.setACL("/acl", OPEN, 5));
                 zk.setACL("/acl", Ids.READ_ACL_UNSAFE, -1);
                 zk.getACL("/acl", new Stat());
-                expect(KeeperException.Code.BADVERSION, () -> zk.setACL("/acl", OPEN, 5));
+                expect(KeeperException.Code.NOAUTH, () -> zk.setACL("/acl", OPEN, -1));
                 zk.close();
             });
 
@@ -462,9 +464,10 @@ public class Scenarios {
 
         def("multi-fail",
             "multi (op 14) that fails and is rolled back: after create /x, multi [create /new, setData /x,"
-            + " check /x version 9 (BadVersion), delete /x] -> every op gets an error result: ops before the"
-            + " failing one 0, the failing one -103, the ones after -2 (RuntimeInconsistency); header err -103."
-            + " Then exists /new -> NoNode shows the rollback.",
+            + " check /x version 9 (BadVersion), delete /x] -> reply header err 0, but every op gets an error"
+            + " result (type -1): ops before the failing one 0, the failing one -103, the ones after -2"
+            + " (RuntimeInconsistency). The failed multi still uses up a zxid. Then exists /new -> NoNode"
+            + " shows the rollback.",
             () -> {
                 ZooKeeper zk = connect();
                 zk.create("/x", b("x"), OPEN, CreateMode.PERSISTENT);
@@ -478,8 +481,8 @@ public class Scenarios {
             });
 
         def("multi-fail-nonode",
-            "multi (op 14) failing on its first op: [delete /missing, create /y] -> results [-101 NoNode,"
-            + " -2 RuntimeInconsistency]; header err -101.",
+            "multi (op 14) failing on its first op: [delete /missing, create /y] -> reply header err 0,"
+            + " error results [-101 NoNode, -2 RuntimeInconsistency].",
             () -> {
                 ZooKeeper zk = connect();
                 expect(KeeperException.Code.NONODE, () -> zk.multi(Arrays.asList(
@@ -637,7 +640,7 @@ public class Scenarios {
             });
 
         def("setwatches",
-            "setWatches (op 101, xid -8) after a reconnect. Connection 1: getData /sw watch=1, exists /swx"
+            "setWatches (op 101) after a reconnect (3.8 sends it with the next ordinary xid, not a special one). Connection 1: getData /sw watch=1, exists /swx"
             + " (missing) watch=1, getChildren /swc watch=1; the proxy then drops the connection. While the"
             + " client is disconnected an UNRECORDED helper session sets /sw, creates /swx and /swc/new."
             + " Connection 2: the client re-attaches (ConnectRequest with the session id, password and"
@@ -662,11 +665,13 @@ public class Scenarios {
             });
 
         def("setwatches2",
-            "setWatches2 (op 105, xid -8) after a reconnect. Connection 1: addWatch /pw PERSISTENT, addWatch"
+            "setWatches2 (op 105) after a reconnect. Connection 1: addWatch /pw PERSISTENT, addWatch"
             + " /pr PERSISTENT_RECURSIVE, getData /d watch=1; the proxy drops the connection; an UNRECORDED"
             + " helper session sets /pw, creates /pr/k and sets /d. Connection 2: re-attach, then"
             + " setWatches2(relativeZxid, data=[/d], exist=[], child=[], persistent=[/pw],"
-            + " persistentRecursive=[/pr]) and the catch-up notifications.",
+            + " persistentRecursive=[/pr]). Only the one-shot data watch on /d gets a catch-up"
+            + " NodeDataChanged; the persistent watches are re-registered WITHOUT catch-up events for the"
+            + " missed changes. setData /pw and create /pr/after afterwards show they are active again.",
             () -> {
                 ZooKeeper zk = connect();
                 zk.create("/pw", b("1"), OPEN, CreateMode.PERSISTENT);
@@ -682,9 +687,11 @@ public class Scenarios {
                     h.setData("/d", b("x"), -1);
                     h.close();
                 });
-                Thread.sleep(500);  // let the catch-up notifications arrive
-                zk.setData("/pw", b("3"), -1);  // persistent watch still active after re-registration
+                events.await(EventType.NodeDataChanged, "/d");
+                zk.setData("/pw", b("3"), -1);  // persistent watch active again after re-registration
                 events.await(EventType.NodeDataChanged, "/pw");
+                zk.create("/pr/after", b(""), OPEN, CreateMode.PERSISTENT);
+                events.await(EventType.NodeCreated, "/pr/after");
                 zk.close();
             });
 

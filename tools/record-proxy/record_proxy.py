@@ -83,7 +83,7 @@ EVENTS = {
     7: "PersistentWatchRemoved",
 }
 
-SPECIAL_XIDS = {-1: "notification", -2: "ping", -4: "auth", -8: "setWatches"}
+SPECIAL_XIDS = {-1: "notification", -2: "ping", -4: "auth"}
 
 
 def _int(b, off):
@@ -94,8 +94,114 @@ def _long(b, off):
     return struct.unpack_from(">q", b, off)[0]
 
 
-def describe(direction, index, payload):
-    """One-line human description of a frame (never used by parsers)."""
+class _Reader:
+    def __init__(self, b, off):
+        self.b, self.off = b, off
+
+    def int(self):
+        v = _int(self.b, self.off)
+        self.off += 4
+        return v
+
+    def long(self):
+        v = _long(self.b, self.off)
+        self.off += 8
+        return v
+
+    def bool(self):
+        v = self.b[self.off]
+        self.off += 1
+        return v
+
+    def buf(self):
+        n = self.int()
+        if n < 0:
+            return None
+        if self.off + n > len(self.b):
+            raise IndexError
+        v = self.b[self.off:self.off + n]
+        self.off += n
+        return v
+
+    def str(self):
+        v = self.buf()
+        return "(null)" if v is None else v.decode("utf-8", "replace")
+
+    def stat(self):
+        self.off += 68
+        if self.off > len(self.b):
+            raise IndexError
+
+
+def _multi_ops(payload):
+    """Summary of the ops inside a multi / multiRead request."""
+    r = _Reader(payload, 8)
+    out = []
+    while True:
+        op, done, _err = r.int(), r.bool(), r.int()
+        if done:
+            return out
+        path = r.str()
+        if op in (1, 15, 19, 21):
+            r.buf()
+            for _ in range(max(r.int(), 0)):
+                r.int(), r.str(), r.str()
+            r.int()
+            if op == 21:
+                r.long()
+        elif op in (2, 13):
+            r.int()
+        elif op == 5:
+            r.buf()
+            r.int()
+        elif op in (4, 8):
+            r.bool()
+        else:
+            out.append("%s %s ..." % (OPCODES.get(op, op), path))
+            return out
+        out.append("%s %s" % (OPCODES.get(op, op), path))
+
+
+def _multi_results(payload):
+    """Summary of the per-op results of a multi / multiRead reply."""
+    r = _Reader(payload, 16)
+    out = []
+    while True:
+        op, done, err = r.int(), r.bool(), r.int()
+        if done:
+            return out
+        if op == -1:
+            out.append("error %d" % r.int())
+            continue
+        name = OPCODES.get(op, str(op))
+        if op == 1:
+            out.append("%s %s" % (name, r.str()))
+        elif op in (15, 19, 21):
+            out.append("%s %s" % (name, r.str()))
+            r.stat()
+        elif op == 5:
+            r.stat()
+            out.append(name)
+        elif op in (2, 13):
+            out.append(name)
+        elif op == 8:
+            kids = [r.str() for _ in range(max(r.int(), 0))]
+            out.append("%s %s" % (name, kids))
+        elif op == 4:
+            data = r.buf()
+            r.stat()
+            out.append("%s %r" % (name, data))
+        else:
+            out.append(name + " ...")
+            return out
+
+
+def describe(direction, index, payload, pending=None):
+    """One-line human description of a frame (never used by parsers).
+    pending maps request xid -> opcode for the connection (kept up to date
+    here) so replies can name the request they answer."""
+    if pending is None:
+        pending = {}
     try:
         if index == 0 and direction == "C":
             proto, zxid, timeout, sid = struct.unpack_from(">iqiq", payload, 0)
@@ -116,14 +222,23 @@ def describe(direction, index, payload):
         xid = _int(payload, 0)
         if direction == "C":
             op = _int(payload, 4)
-            return "request xid=%d%s op=%d %s" % (
+            pending[xid] = op
+            text = "request xid=%d%s op=%d %s" % (
                 xid, " (%s)" % SPECIAL_XIDS[xid] if xid in SPECIAL_XIDS else "",
                 op, OPCODES.get(op, "UNKNOWN"))
+            if op in (14, 22):
+                text += " ops=[%s]" % ", ".join(_multi_ops(payload))
+            return text
         zxid = _long(payload, 4)
         err = _int(payload, 12)
-        text = "reply xid=%d%s zxid=0x%x err=%d %s" % (
+        op = pending.pop(xid, None) if xid >= 0 else None
+        text = "reply xid=%d%s zxid=%s err=%d %s" % (
             xid, " (%s)" % SPECIAL_XIDS[xid] if xid in SPECIAL_XIDS else "",
-            zxid, err, ERRORS.get(err, "?"))
+            "0x%x" % zxid if zxid >= 0 else str(zxid), err, ERRORS.get(err, "?"))
+        if op is not None:
+            text += " (to %s)" % OPCODES.get(op, "op %d" % op)
+        if op in (14, 22) and err == 0 and len(payload) > 16:
+            text += " results=[%s]" % ", ".join(_multi_results(payload))
         if xid == -1 and len(payload) >= 28:
             etype = _int(payload, 16)
             state = _int(payload, 20)
@@ -282,6 +397,7 @@ class Conn:
         self.fh = None
         self.dropped = False
         self.frames = {"C": 0, "S": 0}
+        self.pending = {}
 
     def write_locked(self, line):
         self.fh.write(line + "\n")
@@ -350,7 +466,7 @@ class Conn:
                     if not self.dropped:
                         idx = self.frames[tag]
                         self.frames[tag] += 1
-                        self.write_locked("# %s" % describe(tag, idx, payload))
+                        self.write_locked("# %s" % describe(tag, idx, payload, self.pending))
                         self.write_locked("%s %s" % (tag, payload.hex()))
             try:
                 dst.sendall(data)

@@ -1,0 +1,311 @@
+//! Server configuration: `zkr serve` flags merged over a ZooKeeper `zoo.cfg`.
+//!
+//! Flags win over the file, the file wins over defaults. A malformed line stops startup with
+//! the file, the line number and the reason; unknown keys are logged once and ignored.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+/// Why a configuration could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{file}:{line}: {reason}")]
+    Line { file: String, line: usize, reason: String },
+    #[error("cannot read {file}: {source}")]
+    Read { file: String, source: std::io::Error },
+    #[error("invalid configuration: {0}")]
+    Invalid(String),
+}
+
+/// Flags of `zkr serve`; `None` means "not given" so that zoo.cfg can fill it.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ServeArgs {
+    /// Client port (zoo.cfg clientPort); 0 picks a free port.
+    #[arg(long)]
+    pub port: Option<u16>,
+    /// Address to bind (zoo.cfg clientPortAddress).
+    #[arg(long)]
+    pub bind: Option<IpAddr>,
+    /// Data directory (zoo.cfg dataDir).
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// Milliseconds per tick (zoo.cfg tickTime).
+    #[arg(long)]
+    pub tick_time: Option<u32>,
+    /// Smallest session timeout granted, ms (default 2 × tickTime).
+    #[arg(long)]
+    pub min_session_timeout: Option<u32>,
+    /// Largest session timeout granted, ms (default 20 × tickTime).
+    #[arg(long)]
+    pub max_session_timeout: Option<u32>,
+    /// Connections per client IP (zoo.cfg maxClientCnxns); 0 = unlimited.
+    #[arg(long)]
+    pub max_client_cnxns: Option<u32>,
+    /// Largest frame accepted, bytes (ZooKeeper's jute.maxbuffer).
+    #[arg(long)]
+    pub max_frame: Option<usize>,
+    /// `user:base64(sha1(user:password))` of the super user
+    /// (ZooKeeper's zookeeper.DigestAuthenticationProvider.superDigest).
+    #[arg(long)]
+    pub super_digest: Option<String>,
+    /// How often empty containers and expired TTL nodes are swept, ms
+    /// (ZooKeeper's znode.container.checkIntervalMs).
+    #[arg(long)]
+    pub container_check_interval_ms: Option<u64>,
+    /// A ZooKeeper zoo.cfg to read.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    pub bind: IpAddr,
+    pub port: u16,
+    pub data_dir: PathBuf,
+    pub data_log_dir: Option<PathBuf>,
+    pub tick_time_ms: u32,
+    pub min_session_timeout_ms: u32,
+    pub max_session_timeout_ms: u32,
+    pub max_client_cnxns: u32,
+    pub max_frame: usize,
+    pub super_digest: Option<String>,
+    pub container_check_interval_ms: u64,
+    /// TTL nodes (zoo.cfg extendedTypesEnabled); on unless the file turns it off.
+    pub ttl_enabled: bool,
+    /// Outstanding requests per connection before zkr stops reading from it.
+    pub max_outstanding_per_conn: usize,
+    /// Replies and notifications queued for one connection before it is dropped as too slow.
+    pub max_outbound_queue: usize,
+    /// Server id in the top byte of session ids (0 in standalone mode, like ZooKeeper).
+    pub server_id: u8,
+    /// Four-letter words answered (zoo.cfg 4lw.commands.whitelist; ZooKeeper's default is srvr).
+    pub four_letter_words: Vec<String>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            bind: IpAddr::from([0, 0, 0, 0]),
+            port: 2181,
+            data_dir: PathBuf::from("zkr-data"),
+            data_log_dir: None,
+            tick_time_ms: 2000,
+            min_session_timeout_ms: 4000,
+            max_session_timeout_ms: 40000,
+            max_client_cnxns: 60,
+            max_frame: 1_048_575,
+            super_digest: None,
+            container_check_interval_ms: 60_000,
+            ttl_enabled: true,
+            max_outstanding_per_conn: 1000,
+            max_outbound_queue: 100_000,
+            server_id: 0,
+            four_letter_words: vec!["srvr".to_owned()],
+        }
+    }
+}
+
+/// Keys zkr reads.
+const USED: &[&str] = &[
+    "clientPort",
+    "clientPortAddress",
+    "dataDir",
+    "dataLogDir",
+    "tickTime",
+    "minSessionTimeout",
+    "maxSessionTimeout",
+    "maxClientCnxns",
+    "jute.maxbuffer",
+    "extendedTypesEnabled",
+    "4lw.commands.whitelist",
+];
+
+/// Parses a zoo.cfg (Java properties as ZooKeeper writes them: `key=value`, `#` comments).
+pub fn parse_zoo_cfg(text: &str, file: &str) -> Result<BTreeMap<String, (String, usize)>, ConfigError> {
+    let mut out = BTreeMap::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') || line.starts_with('!') {
+            continue;
+        }
+        let Some((k, v)) = line.split_once('=') else {
+            return Err(ConfigError::Line {
+                file: file.to_owned(),
+                line: i + 1,
+                reason: format!("expected key=value, found {line:?}"),
+            });
+        };
+        let (k, v) = (k.trim(), v.trim());
+        if k.is_empty() {
+            return Err(ConfigError::Line { file: file.to_owned(), line: i + 1, reason: "empty key".into() });
+        }
+        out.insert(k.to_owned(), (v.to_owned(), i + 1));
+    }
+    Ok(out)
+}
+
+impl Config {
+    /// Builds the configuration from flags and, if given, the zoo.cfg they name.
+    pub fn from_args(args: &ServeArgs) -> Result<Config, ConfigError> {
+        let file = match &args.config {
+            Some(p) => Some(read_file(p)?),
+            None => None,
+        };
+        Config::merge(args, file.as_ref())
+    }
+
+    fn merge(args: &ServeArgs, file: Option<&(String, BTreeMap<String, (String, usize)>)>) -> Result<Config, ConfigError> {
+        let mut c = Config::default();
+        let mut min_from_file = None;
+        let mut max_from_file = None;
+        if let Some((name, keys)) = file {
+            let num = |key: &str| -> Result<Option<i64>, ConfigError> {
+                match keys.get(key) {
+                    None => Ok(None),
+                    Some((v, line)) => v.parse::<i64>().map(Some).map_err(|_| ConfigError::Line {
+                        file: name.clone(),
+                        line: *line,
+                        reason: format!("{key} must be a number, found {v:?}"),
+                    }),
+                }
+            };
+            let range = |key: &str, v: i64, lo: i64, hi: i64| -> Result<i64, ConfigError> {
+                if v < lo || v > hi {
+                    let line = keys.get(key).map_or(0, |(_, l)| *l);
+                    return Err(ConfigError::Line { file: name.clone(), line, reason: format!("{key}={v} is out of range {lo}..={hi}") });
+                }
+                Ok(v)
+            };
+            if let Some(v) = num("clientPort")? {
+                c.port = range("clientPort", v, 0, 65535)? as u16;
+            }
+            if let Some((v, line)) = keys.get("clientPortAddress") {
+                c.bind = v.parse().map_err(|_| ConfigError::Line {
+                    file: name.clone(),
+                    line: *line,
+                    reason: format!("clientPortAddress must be an IP address, found {v:?}"),
+                })?;
+            }
+            if let Some((v, _)) = keys.get("dataDir") {
+                c.data_dir = PathBuf::from(v);
+            }
+            if let Some((v, _)) = keys.get("dataLogDir") {
+                c.data_log_dir = Some(PathBuf::from(v));
+            }
+            if let Some(v) = num("tickTime")? {
+                c.tick_time_ms = range("tickTime", v, 1, i32::MAX as i64)? as u32;
+            }
+            // ZooKeeper treats -1 as "use the default".
+            min_from_file = num("minSessionTimeout")?.filter(|v| *v >= 0);
+            max_from_file = num("maxSessionTimeout")?.filter(|v| *v >= 0);
+            if let Some(v) = num("maxClientCnxns")? {
+                c.max_client_cnxns = range("maxClientCnxns", v, 0, u32::MAX as i64)? as u32;
+            }
+            if let Some(v) = num("jute.maxbuffer")? {
+                c.max_frame = range("jute.maxbuffer", v, 1, i32::MAX as i64)? as usize;
+            }
+            if let Some((v, line)) = keys.get("extendedTypesEnabled") {
+                c.ttl_enabled = match v.as_str() {
+                    "true" => true,
+                    "false" => false,
+                    _ => {
+                        return Err(ConfigError::Line {
+                            file: name.clone(),
+                            line: *line,
+                            reason: format!("extendedTypesEnabled must be true or false, found {v:?}"),
+                        })
+                    }
+                };
+            }
+            if let Some((v, _)) = keys.get("4lw.commands.whitelist") {
+                c.four_letter_words = v.split(',').map(|w| w.trim().to_owned()).filter(|w| !w.is_empty()).collect();
+            }
+            for (k, (_, line)) in keys.iter() {
+                if !USED.contains(&k.as_str()) {
+                    tracing::info!(file = %name, line, key = %k, "zoo.cfg key not used by zkr, ignored");
+                }
+            }
+        }
+        if let Some(v) = args.port {
+            c.port = v;
+        }
+        if let Some(v) = args.bind {
+            c.bind = v;
+        }
+        if let Some(v) = &args.data_dir {
+            c.data_dir = v.clone();
+        }
+        if let Some(v) = args.tick_time {
+            c.tick_time_ms = v;
+        }
+        c.min_session_timeout_ms = args.min_session_timeout.or(min_from_file.map(|v| v as u32)).unwrap_or(2 * c.tick_time_ms);
+        c.max_session_timeout_ms = args.max_session_timeout.or(max_from_file.map(|v| v as u32)).unwrap_or(20 * c.tick_time_ms);
+        if let Some(v) = args.max_client_cnxns {
+            c.max_client_cnxns = v;
+        }
+        if let Some(v) = args.max_frame {
+            c.max_frame = v;
+        }
+        if let Some(v) = &args.super_digest {
+            c.super_digest = Some(v.clone());
+        }
+        if let Some(v) = args.container_check_interval_ms {
+            c.container_check_interval_ms = v;
+        }
+        if c.tick_time_ms == 0 {
+            return Err(ConfigError::Invalid("tickTime must be positive".into()));
+        }
+        if c.min_session_timeout_ms > c.max_session_timeout_ms {
+            return Err(ConfigError::Invalid(format!(
+                "minSessionTimeout {} is larger than maxSessionTimeout {}",
+                c.min_session_timeout_ms, c.max_session_timeout_ms
+            )));
+        }
+        if c.container_check_interval_ms == 0 {
+            return Err(ConfigError::Invalid("container check interval must be positive".into()));
+        }
+        Ok(c)
+    }
+}
+
+fn read_file(p: &Path) -> Result<(String, BTreeMap<String, (String, usize)>), ConfigError> {
+    let name = p.display().to_string();
+    let text = std::fs::read_to_string(p).map_err(|source| ConfigError::Read { file: name.clone(), source })?;
+    let keys = parse_zoo_cfg(&text, &name)?;
+    Ok((name, keys))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_file(text: &str, args: ServeArgs) -> Result<Config, ConfigError> {
+        let keys = parse_zoo_cfg(text, "zoo.cfg")?;
+        Config::merge(&args, Some(&("zoo.cfg".to_owned(), keys)))
+    }
+
+    #[test]
+    fn defaults_match_zookeeper() {
+        let c = Config::merge(&ServeArgs::default(), None).unwrap();
+        assert_eq!((c.port, c.tick_time_ms, c.min_session_timeout_ms, c.max_session_timeout_ms), (2181, 2000, 4000, 40000));
+        assert_eq!((c.max_client_cnxns, c.max_frame), (60, 1_048_575));
+    }
+
+    #[test]
+    fn reads_zoo_cfg_and_flags_win() {
+        let text = "# c\ntickTime=500\nclientPort=2999\ndataDir=/tmp/x\nmaxClientCnxns=0\ninitLimit=5\n";
+        let c = with_file(text, ServeArgs { port: Some(3000), ..Default::default() }).unwrap();
+        assert_eq!((c.port, c.tick_time_ms, c.min_session_timeout_ms), (3000, 500, 1000));
+        assert_eq!(c.data_dir, PathBuf::from("/tmp/x"));
+        assert_eq!(c.max_client_cnxns, 0);
+    }
+
+    #[test]
+    fn malformed_lines_name_file_and_line() {
+        let e = with_file("tickTime=2000\nthis is wrong\n", ServeArgs::default()).unwrap_err();
+        assert_eq!(e.to_string(), "zoo.cfg:2: expected key=value, found \"this is wrong\"");
+        let e = with_file("clientPort=abc\n", ServeArgs::default()).unwrap_err();
+        assert!(e.to_string().starts_with("zoo.cfg:1: clientPort must be a number"), "{e}");
+    }
+}

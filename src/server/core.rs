@@ -1,0 +1,541 @@
+//! The core: the single task that orders every request, prepares and applies txns, answers
+//! reads, fires watches and expires sessions.
+//!
+//! It runs on its own thread and is the only owner of the tree, the session table and the watch
+//! tables, which is what makes replies FIFO per session, reads never overtake their session's
+//! writes, and a watch event always precede the reply to any later request of its connection.
+//! It never blocks on a connection: output goes to bounded per-connection queues with
+//! `try_send`, and a connection whose queue is full is closed.
+
+use super::reads::{self, Reader};
+use crate::config::Config;
+use crate::proto::{
+    xid, ConnectRequest, ConnectResponse, ErrorCode, Id, MultiOp, MultiResult, OpCode, ReplyHeader,
+    Request, RequestBody, Response, WatcherEvent, STATE_SYNC_CONNECTED,
+};
+use crate::session::{initial_session_id, ConnId, ExpiryQueue, Passwords, Session};
+use crate::tree::{acl, prep, Change, DataTree, OpOutcome};
+use crate::txn::{SessionId, Txn, TxnOp, Zxid};
+use crate::watch::{Fired, WatchManager};
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// What the core sends to a connection, in order.
+#[derive(Debug)]
+pub enum Outbound {
+    Connected(ConnectResponse),
+    Reply(ReplyHeader, Response),
+    Event(Zxid, WatcherEvent),
+    /// Flush what is queued, then close the socket.
+    Close,
+}
+
+/// A connection as the core sees it.
+#[derive(Debug, Clone)]
+pub struct ConnHandle {
+    pub id: ConnId,
+    pub tx: mpsc::Sender<Outbound>,
+    pub cancel: CancellationToken,
+    pub peer: IpAddr,
+}
+
+/// Messages into the core.
+#[derive(Debug)]
+pub enum CoreMsg {
+    Connect { conn: ConnHandle, req: ConnectRequest },
+    Request { conn: ConnId, req: Request },
+    /// An op code zkr does not know: answered with Unimplemented, then the connection closes.
+    UnknownOp { conn: ConnId, xid: i32 },
+    Disconnected { conn: ConnId },
+    Tick,
+    Stats(tokio::sync::oneshot::Sender<CoreStats>),
+}
+
+/// Numbers for four-letter words and metrics.
+#[derive(Debug, Clone, Default)]
+pub struct CoreStats {
+    pub znodes: usize,
+    pub ephemerals: usize,
+    pub watches: usize,
+    pub sessions: usize,
+    pub connections: usize,
+    pub last_zxid: Zxid,
+    pub data_size: u64,
+}
+
+struct Conn {
+    handle: ConnHandle,
+    session: Option<SessionId>,
+}
+
+pub struct Core {
+    cfg: Arc<Config>,
+    tree: DataTree,
+    watches: WatchManager,
+    sessions: HashMap<SessionId, Session>,
+    expiry: ExpiryQueue,
+    conns: HashMap<ConnId, Conn>,
+    passwords: Passwords,
+    next_session: SessionId,
+    started: Instant,
+    next_sweep_ms: u64,
+    changes: Vec<Change>,
+    fired: Vec<Fired>,
+}
+
+fn wall_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+}
+
+impl Core {
+    pub fn new(cfg: Arc<Config>, secret: [u8; 32]) -> Core {
+        let next_session = initial_session_id(wall_ms(), cfg.server_id);
+        Core {
+            expiry: ExpiryQueue::new(cfg.tick_time_ms as u64),
+            next_sweep_ms: cfg.container_check_interval_ms,
+            cfg,
+            tree: DataTree::new(),
+            watches: WatchManager::default(),
+            sessions: HashMap::new(),
+            conns: HashMap::new(),
+            passwords: Passwords::new(secret),
+            next_session,
+            started: Instant::now(),
+            changes: Vec::new(),
+            fired: Vec::new(),
+        }
+    }
+
+    /// Runs until every sender is gone. Blocking: call on a dedicated thread.
+    pub fn run(mut self, mut rx: mpsc::Receiver<CoreMsg>) {
+        while let Some(msg) = rx.blocking_recv() {
+            self.handle(msg);
+        }
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+
+    pub fn handle(&mut self, msg: CoreMsg) {
+        match msg {
+            CoreMsg::Connect { conn, req } => self.connect(conn, req),
+            CoreMsg::Request { conn, req } => self.request(conn, req),
+            CoreMsg::UnknownOp { conn, xid } => {
+                // UnimplementedRequestProcessor: reply Unimplemented, then close the connection.
+                let zxid = self.tree.last_zxid();
+                self.send(conn, Outbound::Reply(ReplyHeader { xid, zxid, err: ErrorCode::Unimplemented.code() }, Response::Empty));
+                self.close_conn(conn);
+            }
+            CoreMsg::Disconnected { conn } => self.drop_conn(conn),
+            CoreMsg::Tick => self.tick(),
+            CoreMsg::Stats(tx) => {
+                let _ = tx.send(CoreStats {
+                    znodes: self.tree.node_count(),
+                    ephemerals: self.tree.ephemeral_count(),
+                    watches: self.watches.count(),
+                    sessions: self.sessions.len(),
+                    connections: self.conns.len(),
+                    last_zxid: self.tree.last_zxid(),
+                    data_size: self.tree.data_size(),
+                });
+            }
+        }
+    }
+
+    /// Logs (soon) and applies one txn, then fires its watches. Returns its zxid and outcome.
+    fn commit(&mut self, session: SessionId, op: TxnOp) -> (Zxid, OpOutcome) {
+        let txn = Txn { zxid: self.tree.last_zxid() + 1, time: wall_ms(), session, op };
+        self.changes.clear();
+        let outcome = self.tree.apply(&txn, &mut self.changes);
+        self.fired.clear();
+        self.watches.trigger(&self.changes, &mut self.fired);
+        let fired = std::mem::take(&mut self.fired);
+        for f in &fired {
+            let ev = WatcherEvent { event_type: f.event as i32, state: STATE_SYNC_CONNECTED, path: f.path.clone() };
+            self.send(f.watcher, Outbound::Event(txn.zxid, ev));
+        }
+        self.fired = fired;
+        (txn.zxid, outcome)
+    }
+
+    fn send(&mut self, conn: ConnId, msg: Outbound) {
+        let Some(c) = self.conns.get(&conn) else { return };
+        match c.handle.tx.try_send(msg) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                tracing::warn!(conn, peer = %c.handle.peer, "outbound queue full: closing slow connection");
+                c.handle.cancel.cancel();
+                self.drop_conn(conn);
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => self.drop_conn(conn),
+        }
+    }
+
+    /// Queues a close after what is already queued.
+    fn close_conn(&mut self, conn: ConnId) {
+        if let Some(c) = self.conns.get(&conn) {
+            if c.handle.tx.try_send(Outbound::Close).is_err() {
+                c.handle.cancel.cancel();
+            }
+        }
+        self.drop_conn(conn);
+    }
+
+    /// Forgets a connection: its watches go, its session stays until it expires.
+    fn drop_conn(&mut self, conn: ConnId) {
+        let Some(c) = self.conns.remove(&conn) else { return };
+        self.watches.remove_watcher(conn);
+        if let Some(sid) = c.session {
+            if let Some(s) = self.sessions.get_mut(&sid) {
+                if s.conn == Some(conn) {
+                    s.conn = None;
+                }
+            }
+        }
+    }
+
+    fn connect(&mut self, conn: ConnHandle, req: ConnectRequest) {
+        let id = conn.id;
+        let peer = conn.peer;
+        self.conns.insert(id, Conn { handle: conn, session: None });
+        let last = self.tree.last_zxid();
+        if req.last_zxid_seen > last {
+            // ZooKeeper refuses a client that has seen a newer state, without a response.
+            tracing::warn!(conn = id, %peer, client_zxid = format!("0x{:x}", req.last_zxid_seen), our_zxid = format!("0x{last:x}"),
+                "refusing session: client has seen a zxid ahead of this server");
+            self.close_conn(id);
+            return;
+        }
+        let timeout = req.timeout_ms.clamp(self.cfg.min_session_timeout_ms as i32, self.cfg.max_session_timeout_ms as i32);
+        let ids = vec![Id::new("ip", &peer.to_string())];
+        let sid = if req.session_id == 0 {
+            let sid = self.next_session;
+            self.next_session += 1;
+            self.commit(sid, TxnOp::CreateSession { timeout_ms: timeout });
+            self.sessions.insert(sid, Session { timeout_ms: timeout, conn: Some(id), ids });
+            tracing::debug!(session = format!("0x{sid:x}"), timeout, "session created");
+            sid
+        } else {
+            let sid = req.session_id;
+            let known = self.sessions.contains_key(&sid) && self.passwords.verify(sid, &req.password);
+            if !known {
+                tracing::info!(session = format!("0x{sid:x}"), %peer, "re-attach refused: session expired, unknown or wrong password");
+                self.send(id, Outbound::Connected(ConnectResponse::expired()));
+                self.close_conn(id);
+                return;
+            }
+            let old = self.sessions.get(&sid).and_then(|s| s.conn);
+            if let Some(old) = old.filter(|o| *o != id) {
+                self.close_conn(old);
+            }
+            if let Some(s) = self.sessions.get_mut(&sid) {
+                s.conn = Some(id);
+                s.timeout_ms = timeout;
+                s.ids = ids;
+            }
+            tracing::debug!(session = format!("0x{sid:x}"), "session re-attached");
+            sid
+        };
+        self.expiry.touch(sid, self.now_ms(), timeout as u64);
+        if let Some(c) = self.conns.get_mut(&id) {
+            c.session = Some(sid);
+        }
+        let resp = ConnectResponse {
+            protocol_version: 0,
+            timeout_ms: timeout,
+            session_id: sid,
+            password: self.passwords.for_session(sid).to_vec(),
+            read_only: Some(false),
+        };
+        self.send(id, Outbound::Connected(resp));
+    }
+
+    fn reply(&mut self, conn: ConnId, xid: i32, result: Result<Response, ErrorCode>) {
+        let zxid = self.tree.last_zxid();
+        let (err, body) = match result {
+            Ok(r) => (0, r),
+            Err(e) => (e.code(), Response::Empty),
+        };
+        self.send(conn, Outbound::Reply(ReplyHeader { xid, zxid, err }, body));
+    }
+
+    fn request(&mut self, conn: ConnId, req: Request) {
+        let Some(sid) = self.conns.get(&conn).and_then(|c| c.session) else { return };
+        let Some(session) = self.sessions.get(&sid) else {
+            self.close_conn(conn);
+            return;
+        };
+        if session.conn != Some(conn) {
+            // The session moved to another connection (ZooKeeper's SessionMoved): drop this one.
+            self.close_conn(conn);
+            return;
+        }
+        let timeout = session.timeout_ms as u64;
+        self.expiry.touch(sid, self.now_ms(), timeout);
+        let xid = req.xid;
+        let op = req.op;
+        match req.body {
+            RequestBody::Empty if op == OpCode::Ping => {
+                let zxid = self.tree.last_zxid();
+                self.send(conn, Outbound::Reply(ReplyHeader { xid: xid::PING, zxid, err: 0 }, Response::Empty));
+            }
+            RequestBody::Empty if op == OpCode::CloseSession => {
+                self.close_session(sid);
+                let zxid = self.tree.last_zxid();
+                self.send(conn, Outbound::Reply(ReplyHeader { xid, zxid, err: 0 }, Response::Empty));
+                self.close_conn(conn);
+            }
+            RequestBody::Empty => {
+                // whoAmI
+                let ids = self.ids(sid);
+                let infos = ids.iter().map(|i| (i.scheme.clone(), client_user(i))).collect();
+                self.reply(conn, xid, Ok(Response::WhoAmI(infos)));
+            }
+            RequestBody::Auth { scheme, auth, .. } => self.auth(conn, sid, &scheme, auth.as_deref()),
+            RequestBody::Create(c) => self.write(conn, sid, xid, op, MultiOp::Create(op, c)),
+            RequestBody::Delete { path, version } => self.write(conn, sid, xid, op, MultiOp::Delete { path, version }),
+            RequestBody::SetData { path, data, version } => {
+                self.write(conn, sid, xid, op, MultiOp::SetData { path, data, version })
+            }
+            RequestBody::SetAcl { path, acl, version } => {
+                let ids = self.ids(sid);
+                let ctx = prep::PrepCtx { session: sid, ids: &ids, ttl_enabled: self.cfg.ttl_enabled };
+                let txn = prep::prepare_set_acl(&self.tree, &ctx, &path, &acl, version);
+                let (_, outcome) = self.commit(sid, txn);
+                let result = match outcome {
+                    OpOutcome::SetAcl { stat } => Ok(Response::Stat(stat)),
+                    OpOutcome::Error(e) => Err(e),
+                    _ => Err(ErrorCode::SystemError),
+                };
+                self.reply(conn, xid, result);
+            }
+            RequestBody::Multi(ops) if op == OpCode::Multi => {
+                let ids = self.ids(sid);
+                let ctx = prep::PrepCtx { session: sid, ids: &ids, ttl_enabled: self.cfg.ttl_enabled };
+                let txn = prep::prepare_multi(&self.tree, &ctx, &ops);
+                let (_, outcome) = self.commit(sid, txn);
+                let results = match outcome {
+                    OpOutcome::Multi(v) => v.into_iter().zip(ops.iter()).map(|(o, op)| multi_result(o, op)).collect(),
+                    _ => Vec::new(),
+                };
+                self.reply(conn, xid, Ok(Response::Multi(results)));
+            }
+            RequestBody::Multi(ops) => {
+                let ids = self.ids(sid);
+                let r = Reader { ids: &ids, watcher: conn };
+                let res = reads::multi_read(&self.tree, &mut self.watches, &r, &ops);
+                self.reply(conn, xid, res);
+            }
+            RequestBody::Reconfig { .. } => {
+                // Standalone: PrepRequestProcessor throws ReconfigDisabled, an error txn.
+                self.commit(sid, TxnOp::Error(ErrorCode::ReconfigDisabled));
+                self.reply(conn, xid, Err(ErrorCode::ReconfigDisabled));
+            }
+            RequestBody::PathWatch { path, watch } => {
+                let ids = self.ids(sid);
+                let r = Reader { ids: &ids, watcher: conn };
+                let (t, w) = (&self.tree, &mut self.watches);
+                let res = match op {
+                    OpCode::Exists => reads::exists(t, w, &r, &path, watch),
+                    OpCode::GetData => reads::get_data(t, w, &r, &path, watch),
+                    OpCode::GetChildren => reads::get_children(t, w, &r, &path, watch, false),
+                    _ => reads::get_children(t, w, &r, &path, watch, true),
+                };
+                self.reply(conn, xid, res);
+            }
+            RequestBody::Path { path } => {
+                let ids = self.ids(sid);
+                let r = Reader { ids: &ids, watcher: conn };
+                let res = match op {
+                    OpCode::GetAcl => reads::get_acl(&self.tree, &r, &path),
+                    OpCode::GetAllChildrenNumber => reads::all_children_number(&self.tree, &r, &path),
+                    OpCode::GetEphemerals => Ok(reads::ephemerals(&self.tree, sid, &path)),
+                    // sync: standalone has nothing to wait for; the path is echoed back.
+                    _ => Ok(Response::Path(path)),
+                };
+                self.reply(conn, xid, res);
+            }
+            RequestBody::Check { path, version } => {
+                let ids = self.ids(sid);
+                let r = Reader { ids: &ids, watcher: conn };
+                let res = reads::check(&self.tree, &r, &path, version);
+                self.reply(conn, xid, res);
+            }
+            RequestBody::Watches { path, watcher_type } => {
+                let ids = self.ids(sid);
+                let r = Reader { ids: &ids, watcher: conn };
+                let res = reads::watches(&mut self.watches, &r, &path, watcher_type, op == OpCode::RemoveWatches);
+                self.reply(conn, xid, res);
+            }
+            RequestBody::SetWatches(sw) => {
+                self.set_watches(conn, &sw);
+                self.reply(conn, xid, Ok(Response::Empty));
+            }
+            RequestBody::AddWatch { path, mode } => {
+                let res = match mode {
+                    0 | 1 => {
+                        self.watches.add_persistent(&path, conn, mode == 1);
+                        Ok(Response::ErrorBody(0))
+                    }
+                    // WatcherMode.fromZooAddWatchMode throws; FinalRequestProcessor answers MarshallingError.
+                    _ => Err(ErrorCode::MarshallingError),
+                };
+                self.reply(conn, xid, res);
+            }
+            RequestBody::Sasl { .. } => {
+                // No SASL server configured: ZooKeeper answers with an empty (null) token.
+                self.send(conn, Outbound::Reply(ReplyHeader { xid, zxid: 0, err: 0 }, Response::Sasl(None)));
+            }
+        }
+    }
+
+    fn ids(&self, sid: SessionId) -> Vec<Id> {
+        self.sessions.get(&sid).map(|s| s.ids.clone()).unwrap_or_default()
+    }
+
+    fn write(&mut self, conn: ConnId, sid: SessionId, xid: i32, op: OpCode, request: MultiOp) {
+        let ids = self.ids(sid);
+        let ctx = prep::PrepCtx { session: sid, ids: &ids, ttl_enabled: self.cfg.ttl_enabled };
+        let txn = prep::prepare(&self.tree, &ctx, &request);
+        let (_, outcome) = self.commit(sid, txn);
+        let result = match (outcome, op) {
+            (OpOutcome::Created { path, .. }, OpCode::Create) => Ok(Response::Path(path)),
+            (OpOutcome::Created { path, stat }, _) => Ok(Response::Create2 { path, stat }),
+            (OpOutcome::Deleted, _) => Ok(Response::Empty),
+            (OpOutcome::SetData { stat }, _) => Ok(Response::Stat(stat)),
+            (OpOutcome::Error(e), _) => Err(e),
+            _ => Err(ErrorCode::SystemError),
+        };
+        self.reply(conn, xid, result);
+    }
+
+    fn auth(&mut self, conn: ConnId, sid: SessionId, scheme: &str, auth: Option<&[u8]>) {
+        let text = auth.map(|a| String::from_utf8_lossy(a).into_owned()).unwrap_or_default();
+        let mut new_ids = Vec::new();
+        match scheme {
+            "digest" => {
+                if let Some(d) = acl::digest(&text) {
+                    if self.cfg.super_digest.as_deref() == Some(d.as_str()) {
+                        new_ids.push(Id::new("super", ""));
+                    }
+                    new_ids.push(Id::new("digest", &d));
+                }
+            }
+            "ip" => {
+                if let Some(c) = self.conns.get(&conn) {
+                    new_ids.push(Id::new("ip", &c.handle.peer.to_string()));
+                }
+            }
+            _ => {}
+        }
+        if new_ids.is_empty() {
+            tracing::info!(conn, scheme, "authentication failed");
+            self.send(conn, Outbound::Reply(ReplyHeader { xid: xid::AUTH, zxid: 0, err: ErrorCode::AuthFailed.code() }, Response::Empty));
+            self.close_conn(conn);
+            return;
+        }
+        if let Some(s) = self.sessions.get_mut(&sid) {
+            for id in new_ids {
+                if !s.ids.contains(&id) {
+                    s.ids.push(id);
+                }
+            }
+        }
+        self.send(conn, Outbound::Reply(ReplyHeader { xid: xid::AUTH, zxid: 0, err: 0 }, Response::Empty));
+    }
+
+    /// `DataTree.setWatches`: catch up on what changed since `relative_zxid`, re-arm the rest.
+    fn set_watches(&mut self, conn: ConnId, sw: &crate::proto::SetWatches) {
+        use crate::proto::EventType as E;
+        let rel = sw.relative_zxid;
+        let mut events = Vec::new();
+        for p in &sw.data {
+            match self.tree.get(p) {
+                None => events.push((E::NodeDeleted, p)),
+                Some(n) if n.stat.mzxid > rel => events.push((E::NodeDataChanged, p)),
+                Some(_) => self.watches.add_data(p, conn),
+            }
+        }
+        for p in &sw.exist {
+            match self.tree.get(p) {
+                Some(_) => events.push((E::NodeCreated, p)),
+                None => self.watches.add_data(p, conn),
+            }
+        }
+        for p in &sw.child {
+            match self.tree.get(p) {
+                None => events.push((E::NodeDeleted, p)),
+                Some(n) if n.stat.pzxid > rel => events.push((E::NodeChildrenChanged, p)),
+                Some(_) => self.watches.add_child(p, conn),
+            }
+        }
+        for p in &sw.persistent {
+            self.watches.add_persistent(p, conn, false);
+        }
+        for p in &sw.persistent_recursive {
+            self.watches.add_persistent(p, conn, true);
+        }
+        for (t, p) in events {
+            let ev = WatcherEvent { event_type: t as i32, state: STATE_SYNC_CONNECTED, path: p.clone() };
+            self.send(conn, Outbound::Event(-1, ev));
+        }
+    }
+
+    /// Closes a session: a txn that deletes its ephemerals; its connection is told to go.
+    fn close_session(&mut self, sid: SessionId) {
+        if self.sessions.remove(&sid).is_none() {
+            return;
+        }
+        self.expiry.remove(sid);
+        self.commit(sid, TxnOp::CloseSession);
+    }
+
+    fn tick(&mut self) {
+        let now = self.now_ms();
+        for sid in self.expiry.expired(now) {
+            tracing::info!(session = format!("0x{sid:x}"), "session expired");
+            let conn = self.sessions.get(&sid).and_then(|s| s.conn);
+            self.close_session(sid);
+            if let Some(c) = conn {
+                self.close_conn(c);
+            }
+        }
+        if now >= self.next_sweep_ms {
+            self.next_sweep_ms = now + self.cfg.container_check_interval_ms;
+            let mut victims = self.tree.container_candidates();
+            victims.extend(self.tree.expired_ttls(wall_ms()));
+            for p in victims {
+                if let Some(op) = prep::prepare_reap(&self.tree, &p) {
+                    tracing::debug!(path = %p, "reaping empty container or expired TTL node");
+                    self.commit(0, op);
+                }
+            }
+        }
+    }
+}
+
+/// whoAmI's user: the digest user name without its hash, the address for ip.
+fn client_user(id: &Id) -> String {
+    match id.scheme.as_str() {
+        "digest" => id.id.split(':').next().unwrap_or("").to_owned(),
+        _ => id.id.clone(),
+    }
+}
+
+/// A multi sub-result as `FinalRequestProcessor` builds it.
+fn multi_result(outcome: OpOutcome, op: &MultiOp) -> MultiResult {
+    match outcome {
+        OpOutcome::Created { path, .. } if matches!(op, MultiOp::Create(OpCode::Create, _)) => MultiResult::Create { path },
+        OpOutcome::Created { path, stat } => MultiResult::Create2 { path, stat },
+        OpOutcome::Deleted => MultiResult::Delete,
+        OpOutcome::SetData { stat } => MultiResult::SetData { stat },
+        OpOutcome::Checked => MultiResult::Check,
+        OpOutcome::Error(e) => MultiResult::Error(e.code()),
+        _ => MultiResult::Error(ErrorCode::SystemError.code()),
+    }
+}

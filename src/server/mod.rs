@@ -1,0 +1,126 @@
+//! The server: accept loop, per-IP connection limits, the core thread and its ticker, and an
+//! ordered shutdown (stop accepting, close connections, let the core drain and stop).
+
+mod conn;
+pub mod core;
+mod four_letter;
+mod reads;
+
+use crate::config::Config;
+use crate::server::core::{Core, CoreMsg};
+use dashmap::DashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// Bound of the queue into the core; senders wait when it is full.
+const CORE_QUEUE: usize = 64 * 1024;
+
+/// A running server.
+pub struct Server {
+    addr: SocketAddr,
+    shutdown: CancellationToken,
+    accept: tokio::task::JoinHandle<()>,
+    core: Option<std::thread::JoinHandle<()>>,
+}
+
+/// Decrements the per-IP count when a connection ends.
+struct IpSlot {
+    ip: IpAddr,
+    counts: Arc<DashMap<IpAddr, u32>>,
+}
+
+impl Drop for IpSlot {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.counts.get_mut(&self.ip) {
+            *c = c.saturating_sub(1);
+        }
+        self.counts.remove_if(&self.ip, |_, c| *c == 0);
+    }
+}
+
+impl Server {
+    /// Binds and starts serving; returns once the port accepts connections.
+    pub async fn start(cfg: Config) -> std::io::Result<Server> {
+        let cfg = Arc::new(cfg);
+        let listener = TcpListener::bind((cfg.bind, cfg.port)).await?;
+        let addr = listener.local_addr()?;
+        let (core_tx, core_rx) = mpsc::channel(CORE_QUEUE);
+        let core = Core::new(cfg.clone(), rand::random());
+        let core = std::thread::Builder::new().name("zkr-core".into()).spawn(move || core.run(core_rx))?;
+        let shutdown = CancellationToken::new();
+
+        let tick = Duration::from_millis((cfg.tick_time_ms as u64 / 2).clamp(10, 100));
+        let (ticker_tx, ticker_stop) = (core_tx.clone(), shutdown.clone());
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(tick);
+            loop {
+                tokio::select! {
+                    _ = ticker_stop.cancelled() => break,
+                    _ = every.tick() => { let _ = ticker_tx.try_send(CoreMsg::Tick); }
+                }
+            }
+        });
+
+        let accept = tokio::spawn(accept_loop(listener, cfg, core_tx, shutdown.clone()));
+        tracing::info!(%addr, "zkr accepting client connections");
+        Ok(Server { addr, shutdown, accept, core: Some(core) })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops accepting, closes every connection and waits for the core to finish.
+    pub async fn shutdown(mut self) {
+        self.shutdown.cancel();
+        let _ = (&mut self.accept).await;
+        if let Some(core) = self.core.take() {
+            let _ = tokio::task::spawn_blocking(move || core.join()).await;
+        }
+    }
+}
+
+async fn accept_loop(listener: TcpListener, cfg: Arc<Config>, core: mpsc::Sender<CoreMsg>, shutdown: CancellationToken) {
+    let counts: Arc<DashMap<IpAddr, u32>> = Arc::new(DashMap::new());
+    let next_id = AtomicU64::new(1);
+    loop {
+        let accepted = tokio::select! {
+            _ = shutdown.cancelled() => break,
+            a = listener.accept() => a,
+        };
+        let (stream, peer) = match accepted {
+            Ok(x) => x,
+            Err(e) => {
+                tracing::warn!("accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let ip = peer.ip();
+        {
+            let mut c = counts.entry(ip).or_insert(0);
+            if cfg.max_client_cnxns != 0 && *c >= cfg.max_client_cnxns {
+                tracing::warn!(%ip, limit = cfg.max_client_cnxns, "too many connections from this address (maxClientCnxns): refused");
+                continue;
+            }
+            *c += 1;
+        }
+        let slot = IpSlot { ip, counts: counts.clone() };
+        let ctx = conn::ConnCtx {
+            id: next_id.fetch_add(1, Ordering::Relaxed),
+            peer,
+            cfg: cfg.clone(),
+            core: core.clone(),
+            shutdown: shutdown.clone(),
+        };
+        tokio::spawn(async move {
+            conn::serve(stream, ctx).await;
+            drop(slot);
+        });
+    }
+}

@@ -1,0 +1,152 @@
+//! Session runtime state that is not replicated: passwords, auth identities, the connection a
+//! session is attached to, and the tick-bucketed expiry queue (ZooKeeper's ExpiryQueue).
+
+use crate::proto::{Id, PASSWORD_LEN};
+use crate::txn::SessionId;
+use sha1::{Digest, Sha1};
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// Connection id, unique for the life of the process.
+pub type ConnId = u64;
+
+#[derive(Debug, Clone)]
+pub struct Session {
+    pub timeout_ms: i32,
+    /// The connection currently attached, if any.
+    pub conn: Option<ConnId>,
+    /// Identities for ACL checks: `ip:<addr>` plus whatever auth packets added.
+    pub ids: Vec<Id>,
+}
+
+/// Derives session passwords from a server secret, so they need not be stored
+/// (ZooKeeper derives them from the id too, but from a constant, guessable seed).
+#[derive(Clone)]
+pub struct Passwords {
+    secret: [u8; 32],
+}
+
+impl Passwords {
+    pub fn new(secret: [u8; 32]) -> Passwords {
+        Passwords { secret }
+    }
+
+    pub fn for_session(&self, id: SessionId) -> [u8; PASSWORD_LEN] {
+        let mut h = Sha1::new();
+        h.update(self.secret);
+        h.update(id.to_be_bytes());
+        let d = h.finalize();
+        let mut p = [0u8; PASSWORD_LEN];
+        p.copy_from_slice(&d[..PASSWORD_LEN]);
+        p
+    }
+
+    /// Constant-time comparison.
+    pub fn verify(&self, id: SessionId, given: &[u8]) -> bool {
+        let want = self.for_session(id);
+        given.len() == PASSWORD_LEN && want.iter().zip(given).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+    }
+}
+
+/// First session id: ZooKeeper's layout, `(time << 24) >>> 8` with the server id in the top byte.
+pub fn initial_session_id(now_ms: i64, server_id: u8) -> SessionId {
+    let t = ((now_ms as u64) << 24) >> 8;
+    (t | ((server_id as u64) << 56)) as i64
+}
+
+/// Sessions bucketed by expiry time rounded up to the next tick, so a sweep touches only
+/// the buckets that are due.
+#[derive(Debug, Default)]
+pub struct ExpiryQueue {
+    interval: u64,
+    buckets: BTreeMap<u64, HashSet<SessionId>>,
+    at: HashMap<SessionId, u64>,
+}
+
+impl ExpiryQueue {
+    pub fn new(interval_ms: u64) -> ExpiryQueue {
+        ExpiryQueue { interval: interval_ms.max(1), ..Default::default() }
+    }
+
+    fn round_up(&self, t: u64) -> u64 {
+        (t / self.interval + 1) * self.interval
+    }
+
+    /// Moves a session to the bucket of `now + timeout`.
+    pub fn touch(&mut self, id: SessionId, now_ms: u64, timeout_ms: u64) {
+        let due = self.round_up(now_ms + timeout_ms);
+        match self.at.insert(id, due) {
+            Some(old) if old == due => return,
+            Some(old) => {
+                if let Some(b) = self.buckets.get_mut(&old) {
+                    b.remove(&id);
+                    if b.is_empty() {
+                        self.buckets.remove(&old);
+                    }
+                }
+            }
+            None => {}
+        }
+        self.buckets.entry(due).or_default().insert(id);
+    }
+
+    pub fn remove(&mut self, id: SessionId) {
+        if let Some(old) = self.at.remove(&id) {
+            if let Some(b) = self.buckets.get_mut(&old) {
+                b.remove(&id);
+                if b.is_empty() {
+                    self.buckets.remove(&old);
+                }
+            }
+        }
+    }
+
+    /// Removes and returns every session whose bucket is due at `now`.
+    pub fn expired(&mut self, now_ms: u64) -> Vec<SessionId> {
+        let mut out = Vec::new();
+        while let Some((&due, _)) = self.buckets.first_key_value() {
+            if due > now_ms {
+                break;
+            }
+            if let Some(ids) = self.buckets.remove(&due) {
+                for id in ids {
+                    self.at.remove(&id);
+                    out.push(id);
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expires_within_timeout_plus_one_tick() {
+        let mut q = ExpiryQueue::new(100);
+        q.touch(1, 0, 1000);
+        assert!(q.expired(1000).is_empty());
+        assert_eq!(q.expired(1100), vec![1]);
+        q.touch(2, 0, 1000);
+        q.touch(2, 500, 1000);
+        assert!(q.expired(1100).is_empty());
+        assert_eq!(q.expired(1600), vec![2]);
+    }
+
+    #[test]
+    fn passwords_verify() {
+        let p = Passwords::new([7; 32]);
+        let pw = p.for_session(42);
+        assert!(p.verify(42, &pw));
+        assert!(!p.verify(43, &pw));
+        assert!(!p.verify(42, &[0; 16]));
+    }
+
+    #[test]
+    fn session_ids_carry_server_id() {
+        let id = initial_session_id(1_700_000_000_000, 1);
+        assert_eq!((id as u64) >> 56, 1);
+    }
+}

@@ -1,0 +1,384 @@
+//! The znode tree: storage, lookups, and `apply(&Txn)`, the deterministic state machine.
+//!
+//! Owns znodes, the session table and the indexes that derive from them (ephemerals per
+//! session, containers, TTL nodes). Must not read clocks, spawn tasks or know about
+//! connections: everything it needs is in the `Txn`.
+
+pub mod acl;
+mod node;
+pub mod path;
+pub mod prep;
+
+pub use node::{NodeId, NodeStat, Znode};
+
+use crate::proto::{Acl, Stat};
+use crate::txn::{owner, SessionId, Txn, TxnOp, Zxid};
+use bytes::Bytes;
+use node::Slab;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+
+/// A change the watch layer turns into notifications.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    Created(String),
+    Deleted(String),
+    DataChanged(String),
+    /// The path is the parent whose child list changed.
+    ChildrenChanged(String),
+}
+
+/// What applying one (sub-)txn produced, for the reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OpOutcome {
+    Created { path: String, stat: Stat },
+    Deleted,
+    SetData { stat: Stat },
+    SetAcl { stat: Stat },
+    Checked,
+    Session,
+    Multi(Vec<OpOutcome>),
+    Error(crate::proto::ErrorCode),
+}
+
+/// A session as the state machine knows it: the part that is replicated and persisted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionInfo {
+    pub timeout_ms: i32,
+}
+
+pub const ROOT: NodeId = 0;
+
+#[derive(Debug, Clone)]
+pub struct DataTree {
+    nodes: Slab,
+    sessions: BTreeMap<SessionId, SessionInfo>,
+    ephemerals: HashMap<SessionId, BTreeSet<NodeId>>,
+    containers: HashSet<NodeId>,
+    ttls: HashSet<NodeId>,
+    acl_cache: HashSet<Arc<[Acl]>>,
+    last_zxid: Zxid,
+    data_size: u64,
+}
+
+impl Default for DataTree {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl DataTree {
+    /// A tree with ZooKeeper's system nodes: `/zookeeper`, `/zookeeper/quota` and
+    /// `/zookeeper/config` (empty in standalone mode, read-only to the world).
+    pub fn new() -> DataTree {
+        let mut t = DataTree {
+            nodes: Slab::default(),
+            sessions: BTreeMap::new(),
+            ephemerals: HashMap::new(),
+            containers: HashSet::new(),
+            ttls: HashSet::new(),
+            acl_cache: HashSet::new(),
+            last_zxid: 0,
+            data_size: 0,
+        };
+        let open = t.intern_acl(&Acl::open_unsafe());
+        let root = Znode {
+            parent: ROOT,
+            name: Arc::from(""),
+            data: Some(Bytes::new()),
+            acl: open.clone(),
+            stat: NodeStat::default(),
+            children: HashMap::new(),
+        };
+        t.nodes.insert(root);
+        let zk = t.attach(ROOT, "zookeeper", Some(Bytes::new()), open.clone(), NodeStat::default());
+        t.attach(zk, "quota", Some(Bytes::new()), open, NodeStat::default());
+        let read = t.intern_acl(&Acl::read_unsafe());
+        // DataTree.addConfigNode sets the ACL with version -1, which lands in aversion.
+        let stat = NodeStat { aversion: -1, ..NodeStat::default() };
+        t.attach(zk, "config", Some(Bytes::new()), read, stat);
+        t
+    }
+
+    fn attach(&mut self, parent: NodeId, name: &str, data: Option<Bytes>, acl: Arc<[Acl]>, stat: NodeStat) -> NodeId {
+        let name: Arc<str> = Arc::from(name);
+        self.data_size += data.as_ref().map_or(0, |d| d.len() as u64);
+        let id = self.nodes.insert(Znode { parent, name: name.clone(), data, acl, stat, children: HashMap::new() });
+        if let Some(p) = self.nodes.get_mut(parent) {
+            p.children.insert(name, id);
+        }
+        id
+    }
+
+    /// Shares identical ACL lists between nodes (ZooKeeper's ReferenceCountedACLCache idea).
+    pub fn intern_acl(&mut self, acl: &[Acl]) -> Arc<[Acl]> {
+        if let Some(a) = self.acl_cache.get(acl) {
+            return a.clone();
+        }
+        let a: Arc<[Acl]> = Arc::from(acl);
+        self.acl_cache.insert(a.clone());
+        a
+    }
+
+    pub fn last_zxid(&self) -> Zxid {
+        self.last_zxid
+    }
+
+    /// The node at an exact path; "" is the root as in ZooKeeper's node map, and any path
+    /// with an empty component or a trailing slash is simply absent.
+    pub fn lookup(&self, path: &str) -> Option<NodeId> {
+        if path.is_empty() || path == "/" {
+            return Some(ROOT);
+        }
+        let rest = path.strip_prefix('/')?;
+        let mut id = ROOT;
+        for comp in rest.split('/') {
+            id = *self.nodes.get(id)?.children.get(comp)?;
+        }
+        Some(id)
+    }
+
+    pub fn node(&self, id: NodeId) -> Option<&Znode> {
+        self.nodes.get(id)
+    }
+
+    pub fn get(&self, path: &str) -> Option<&Znode> {
+        self.lookup(path).and_then(|id| self.nodes.get(id))
+    }
+
+    /// Derives the full path of a node from its parent chain.
+    pub fn path_of(&self, id: NodeId) -> String {
+        let mut names = Vec::new();
+        let mut cur = id;
+        while cur != ROOT {
+            let Some(n) = self.nodes.get(cur) else { break };
+            names.push(n.name.clone());
+            cur = n.parent;
+        }
+        if names.is_empty() {
+            return "/".to_owned();
+        }
+        let mut p = String::new();
+        for n in names.iter().rev() {
+            p.push('/');
+            p.push_str(n);
+        }
+        p
+    }
+
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Sum of data lengths (mntr's approximate data size is close to this).
+    pub fn data_size(&self) -> u64 {
+        self.data_size
+    }
+
+    /// Number of descendants of `path` (getAllChildrenNumber); "/" counts every node but the root.
+    pub fn descendant_count(&self, id: NodeId) -> i32 {
+        let mut count = 0;
+        let mut stack = vec![id];
+        while let Some(cur) = stack.pop() {
+            if let Some(n) = self.nodes.get(cur) {
+                count += n.children.len() as i32;
+                stack.extend(n.children.values().copied());
+            }
+        }
+        count
+    }
+
+    pub fn sessions(&self) -> &BTreeMap<SessionId, SessionInfo> {
+        &self.sessions
+    }
+
+    /// Paths of the ephemerals a session owns.
+    pub fn ephemerals_of(&self, session: SessionId) -> Vec<String> {
+        self.ephemerals
+            .get(&session)
+            .map(|ids| ids.iter().map(|id| self.path_of(*id)).collect())
+            .unwrap_or_default()
+    }
+
+    pub fn ephemeral_count(&self) -> usize {
+        self.ephemerals.values().map(|s| s.len()).sum()
+    }
+
+    /// Containers that are empty and have had a child (cversion > 0): ContainerManager's candidates.
+    pub fn container_candidates(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .containers
+            .iter()
+            .filter_map(|id| self.nodes.get(*id).map(|n| (id, n)))
+            .filter(|(_, n)| n.children.is_empty() && n.stat.cversion > 0)
+            .map(|(id, _)| self.path_of(*id))
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// TTL nodes that are empty and unmodified for longer than their TTL at `now`.
+    pub fn expired_ttls(&self, now: i64) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .ttls
+            .iter()
+            .filter_map(|id| self.nodes.get(*id).map(|n| (id, n)))
+            .filter(|(_, n)| {
+                let ttl = owner::ttl_of(n.stat.ephemeral_owner).unwrap_or(0);
+                n.children.is_empty() && ttl != 0 && now - n.stat.mtime > ttl
+            })
+            .map(|(id, _)| self.path_of(*id))
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// Applies a txn. Deterministic: the same txns in the same order give the same tree.
+    pub fn apply(&mut self, txn: &Txn, changes: &mut Vec<Change>) -> OpOutcome {
+        let out = self.apply_op(txn, &txn.op, changes);
+        if txn.zxid > self.last_zxid {
+            self.last_zxid = txn.zxid;
+        }
+        out
+    }
+
+    fn apply_op(&mut self, txn: &Txn, op: &TxnOp, changes: &mut Vec<Change>) -> OpOutcome {
+        match op {
+            TxnOp::CreateSession { timeout_ms } => {
+                self.sessions.insert(txn.session, SessionInfo { timeout_ms: *timeout_ms });
+                OpOutcome::Session
+            }
+            TxnOp::CloseSession => {
+                self.sessions.remove(&txn.session);
+                let mut paths = self.ephemerals_of(txn.session);
+                paths.sort();
+                for p in paths {
+                    self.delete_node(&p, txn.zxid, changes);
+                }
+                self.ephemerals.remove(&txn.session);
+                OpOutcome::Session
+            }
+            TxnOp::Create { path, data, acl, ephemeral_owner, parent_cversion } => {
+                match self.create_node(path, data.clone(), acl.clone(), *ephemeral_owner, *parent_cversion, txn) {
+                    Some(stat) => {
+                        changes.push(Change::Created(path.clone()));
+                        changes.push(Change::ChildrenChanged(path::parent(path).to_owned()));
+                        OpOutcome::Created { path: path.clone(), stat }
+                    }
+                    None => OpOutcome::Error(crate::proto::ErrorCode::NoNode),
+                }
+            }
+            TxnOp::Delete { path } => {
+                self.delete_node(path, txn.zxid, changes);
+                OpOutcome::Deleted
+            }
+            TxnOp::SetData { path, data, version } => {
+                let Some(id) = self.lookup(path) else {
+                    return OpOutcome::Error(crate::proto::ErrorCode::NoNode);
+                };
+                let Some(n) = self.nodes.get_mut(id) else {
+                    return OpOutcome::Error(crate::proto::ErrorCode::NoNode);
+                };
+                let old = n.data_len() as u64;
+                n.data = data.clone();
+                n.stat.version = *version;
+                n.stat.mzxid = txn.zxid;
+                n.stat.mtime = txn.time;
+                let stat = n.wire_stat();
+                self.data_size = self.data_size + stat.data_length as u64 - old;
+                changes.push(Change::DataChanged(path.clone()));
+                OpOutcome::SetData { stat }
+            }
+            TxnOp::SetAcl { path, acl, aversion } => {
+                let acl = self.intern_acl(acl);
+                let Some(n) = self.lookup(path).and_then(|id| self.nodes.get_mut(id)) else {
+                    return OpOutcome::Error(crate::proto::ErrorCode::NoNode);
+                };
+                n.acl = acl;
+                n.stat.aversion = *aversion;
+                OpOutcome::SetAcl { stat: n.wire_stat() }
+            }
+            TxnOp::Check { .. } => OpOutcome::Checked,
+            TxnOp::Multi(ops) => {
+                OpOutcome::Multi(ops.iter().map(|op| self.apply_op(txn, op, changes)).collect())
+            }
+            TxnOp::Error(code) => OpOutcome::Error(*code),
+        }
+    }
+
+    fn create_node(
+        &mut self,
+        path: &str,
+        data: Option<Bytes>,
+        acl: Arc<[Acl]>,
+        ephemeral_owner: i64,
+        parent_cversion: i32,
+        txn: &Txn,
+    ) -> Option<Stat> {
+        let parent = self.lookup(path::parent(path))?;
+        let name = path::name(path);
+        if self.nodes.get(parent)?.children.contains_key(name) {
+            return None;
+        }
+        let acl = self.intern_acl(&acl);
+        let stat = NodeStat {
+            czxid: txn.zxid,
+            mzxid: txn.zxid,
+            pzxid: txn.zxid,
+            ctime: txn.time,
+            mtime: txn.time,
+            version: 0,
+            cversion: 0,
+            aversion: 0,
+            ephemeral_owner,
+        };
+        let id = self.attach(parent, name, data, acl, stat);
+        if let Some(p) = self.nodes.get_mut(parent) {
+            // DataTree.createNode only moves cversion forward (replay of a fuzzy snapshot).
+            if parent_cversion > p.stat.cversion {
+                p.stat.cversion = parent_cversion;
+                p.stat.pzxid = txn.zxid;
+            }
+        }
+        if ephemeral_owner == owner::CONTAINER {
+            self.containers.insert(id);
+        } else if owner::ttl_of(ephemeral_owner).is_some() {
+            self.ttls.insert(id);
+        } else if ephemeral_owner != 0 {
+            self.ephemerals.entry(ephemeral_owner).or_default().insert(id);
+        }
+        self.nodes.get(id).map(|n| n.wire_stat())
+    }
+
+    /// Removes a childless node. The parent's pzxid moves forward; its cversion does not
+    /// (DataTree.deleteNode changes only pzxid on delete).
+    fn delete_node(&mut self, path: &str, zxid: Zxid, changes: &mut Vec<Change>) {
+        let Some(id) = self.lookup(path) else { return };
+        if id == ROOT {
+            return;
+        }
+        let Some(node) = self.nodes.remove(id) else { return };
+        self.data_size -= node.data_len() as u64;
+        if let Some(p) = self.nodes.get_mut(node.parent) {
+            p.children.remove(&node.name);
+            if zxid > p.stat.pzxid {
+                p.stat.pzxid = zxid;
+            }
+        }
+        let o = node.stat.ephemeral_owner;
+        if o == owner::CONTAINER {
+            self.containers.remove(&id);
+        } else if owner::ttl_of(o).is_some() {
+            self.ttls.remove(&id);
+        } else if o != 0 {
+            if let Some(set) = self.ephemerals.get_mut(&o) {
+                set.remove(&id);
+                if set.is_empty() {
+                    self.ephemerals.remove(&o);
+                }
+            }
+        }
+        changes.push(Change::Deleted(path.to_owned()));
+        changes.push(Change::ChildrenChanged(path::parent(path).to_owned()));
+    }
+}

@@ -88,14 +88,11 @@ impl Table {
     /// and recursive watchers on every ancestor.
     fn trigger(&mut self, path: &str, out: &mut Vec<WatcherId>) {
         let mut consumed = Vec::new();
-        if let Some(watchers) = self.by_path.get_mut(path) {
-            for (w, bits) in watchers.iter_mut() {
+        if let Some(watchers) = self.by_path.get(path) {
+            for (w, bits) in watchers.iter() {
                 out.push(*w);
                 if *bits & STANDARD != 0 {
-                    *bits &= !STANDARD;
-                    if *bits == 0 {
-                        consumed.push(*w);
-                    }
+                    consumed.push(*w);
                 }
             }
         }

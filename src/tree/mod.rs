@@ -350,8 +350,8 @@ impl DataTree {
         self.nodes.get(id).map(|n| n.wire_stat())
     }
 
-    /// Removes a childless node. The parent's pzxid moves forward; its cversion does not
-    /// (DataTree.deleteNode changes only pzxid on delete).
+    /// Removes a childless node. The parent's pzxid moves forward; its stored cversion does not
+    /// (it counts creates; the delete shows through `wire_stat`), as in DataTree.deleteNode.
     fn delete_node(&mut self, path: &str, zxid: Zxid, changes: &mut Vec<Change>) {
         let Some(id) = self.lookup(path) else { return };
         if id == ROOT {

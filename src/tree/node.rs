@@ -41,19 +41,24 @@ impl Znode {
         self.data.as_ref().map_or(0, |d| d.len() as i32)
     }
 
+    /// The Stat clients see, computed as ZooKeeper's `DataNode.copyStat` does.
     pub fn wire_stat(&self) -> Stat {
         let s = &self.stat;
+        let num_children = self.children.len() as i32;
         Stat {
             czxid: s.czxid,
             mzxid: s.mzxid,
             ctime: s.ctime,
             mtime: s.mtime,
             version: s.version,
-            cversion: s.cversion,
+            // Stored cversion counts creates; ZooKeeper reports creates + deletes ("v3 semantics"):
+            // `2 × creates − children`, so `/zookeeper` shows -2.
+            cversion: s.cversion.wrapping_mul(2).wrapping_sub(num_children),
             aversion: s.aversion,
-            ephemeral_owner: s.ephemeral_owner,
+            // `getClientEphemeralOwner`: containers and TTL nodes report 0.
+            ephemeral_owner: if crate::txn::owner::is_session(s.ephemeral_owner) { s.ephemeral_owner } else { 0 },
             data_length: self.data_len(),
-            num_children: self.children.len() as i32,
+            num_children,
             pzxid: s.pzxid,
         }
     }

@@ -268,11 +268,16 @@ mod tests {
         }
         let q = t.get("/q").unwrap().wire_stat();
         assert_eq!((q.cversion, q.num_children, q.pzxid), (2, 2, 3));
-        // Delete moves pzxid but not cversion.
+        // A delete shows as a cversion bump on the wire, but the sequence counter counts creates.
         let op = prepare(&t, &ctx(), &MultiOp::Delete { path: "/q/n0000000000".into(), version: -1 });
         run(&mut t, 4, op);
         let q = t.get("/q").unwrap().wire_stat();
-        assert_eq!((q.cversion, q.num_children, q.pzxid), (2, 1, 4));
+        assert_eq!((q.cversion, q.num_children, q.pzxid), (3, 1, 4));
+        let op = prepare(&t, &ctx(), &create_req("/q/n", 2));
+        match run(&mut t, 5, op) {
+            super::super::OpOutcome::Created { path, .. } => assert_eq!(path, "/q/n0000000002"),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

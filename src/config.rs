@@ -121,6 +121,15 @@ const USED: &[&str] = &[
     "4lw.commands.whitelist",
 ];
 
+/// zoo.cfg keys with their values and line numbers.
+pub type CfgKeys = BTreeMap<String, (String, usize)>;
+
+/// A parsed zoo.cfg and the name it is reported under.
+pub struct ZooCfg {
+    pub name: String,
+    pub keys: CfgKeys,
+}
+
 /// Parses a zoo.cfg (Java properties as ZooKeeper writes them: `key=value`, `#` comments).
 pub fn parse_zoo_cfg(text: &str, file: &str) -> Result<BTreeMap<String, (String, usize)>, ConfigError> {
     let mut out = BTreeMap::new();
@@ -155,11 +164,11 @@ impl Config {
         Config::merge(args, file.as_ref())
     }
 
-    fn merge(args: &ServeArgs, file: Option<&(String, BTreeMap<String, (String, usize)>)>) -> Result<Config, ConfigError> {
+    fn merge(args: &ServeArgs, file: Option<&ZooCfg>) -> Result<Config, ConfigError> {
         let mut c = Config::default();
         let mut min_from_file = None;
         let mut max_from_file = None;
-        if let Some((name, keys)) = file {
+        if let Some(ZooCfg { name, keys }) = file {
             let num = |key: &str| -> Result<Option<i64>, ConfigError> {
                 match keys.get(key) {
                     None => Ok(None),
@@ -173,7 +182,11 @@ impl Config {
             let range = |key: &str, v: i64, lo: i64, hi: i64| -> Result<i64, ConfigError> {
                 if v < lo || v > hi {
                     let line = keys.get(key).map_or(0, |(_, l)| *l);
-                    return Err(ConfigError::Line { file: name.clone(), line, reason: format!("{key}={v} is out of range {lo}..={hi}") });
+                    return Err(ConfigError::Line {
+                        file: name.clone(),
+                        line,
+                        reason: format!("{key}={v} is out of range {lo}..={hi}"),
+                    });
                 }
                 Ok(v)
             };
@@ -239,8 +252,10 @@ impl Config {
         if let Some(v) = args.tick_time {
             c.tick_time_ms = v;
         }
-        c.min_session_timeout_ms = args.min_session_timeout.or(min_from_file.map(|v| v as u32)).unwrap_or(2 * c.tick_time_ms);
-        c.max_session_timeout_ms = args.max_session_timeout.or(max_from_file.map(|v| v as u32)).unwrap_or(20 * c.tick_time_ms);
+        c.min_session_timeout_ms =
+            args.min_session_timeout.or(min_from_file.map(|v| v as u32)).unwrap_or(2 * c.tick_time_ms);
+        c.max_session_timeout_ms =
+            args.max_session_timeout.or(max_from_file.map(|v| v as u32)).unwrap_or(20 * c.tick_time_ms);
         if let Some(v) = args.max_client_cnxns {
             c.max_client_cnxns = v;
         }
@@ -269,11 +284,11 @@ impl Config {
     }
 }
 
-fn read_file(p: &Path) -> Result<(String, BTreeMap<String, (String, usize)>), ConfigError> {
+fn read_file(p: &Path) -> Result<ZooCfg, ConfigError> {
     let name = p.display().to_string();
     let text = std::fs::read_to_string(p).map_err(|source| ConfigError::Read { file: name.clone(), source })?;
     let keys = parse_zoo_cfg(&text, &name)?;
-    Ok((name, keys))
+    Ok(ZooCfg { name, keys })
 }
 
 #[cfg(test)]
@@ -282,13 +297,16 @@ mod tests {
 
     fn with_file(text: &str, args: ServeArgs) -> Result<Config, ConfigError> {
         let keys = parse_zoo_cfg(text, "zoo.cfg")?;
-        Config::merge(&args, Some(&("zoo.cfg".to_owned(), keys)))
+        Config::merge(&args, Some(&ZooCfg { name: "zoo.cfg".to_owned(), keys }))
     }
 
     #[test]
     fn defaults_match_zookeeper() {
         let c = Config::merge(&ServeArgs::default(), None).unwrap();
-        assert_eq!((c.port, c.tick_time_ms, c.min_session_timeout_ms, c.max_session_timeout_ms), (2181, 2000, 4000, 40000));
+        assert_eq!(
+            (c.port, c.tick_time_ms, c.min_session_timeout_ms, c.max_session_timeout_ms),
+            (2181, 2000, 4000, 40000)
+        );
         assert_eq!((c.max_client_cnxns, c.max_frame), (60, 1_048_575));
     }
 

@@ -24,7 +24,9 @@ pub struct Txn {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TxnOp {
-    CreateSession { timeout_ms: i32 },
+    CreateSession {
+        timeout_ms: i32,
+    },
     /// Deletes the session's ephemerals.
     CloseSession,
     Create {
@@ -36,11 +38,23 @@ pub enum TxnOp {
         /// The parent's cversion after this create.
         parent_cversion: i32,
     },
-    Delete { path: String },
-    SetData { path: String, data: Option<Bytes>, version: i32 },
-    SetAcl { path: String, acl: Arc<[Acl]>, aversion: i32 },
+    Delete {
+        path: String,
+    },
+    SetData {
+        path: String,
+        data: Option<Bytes>,
+        version: i32,
+    },
+    SetAcl {
+        path: String,
+        acl: Arc<[Acl]>,
+        aversion: i32,
+    },
     /// A successful version check inside a multi: changes nothing.
-    Check { path: String },
+    Check {
+        path: String,
+    },
     /// All sub-txns succeed, or every one is an `Error` and nothing changes.
     Multi(Vec<TxnOp>),
     /// A write that failed in prep still consumes its zxid, as ZooKeeper's ErrorTxn does.

@@ -43,8 +43,12 @@ impl Table {
 
     /// Clears `mode` (all modes if `None`) of one relation; true if anything was removed.
     fn remove(&mut self, path: &str, w: WatcherId, mode: Option<u8>) -> bool {
-        let Some(watchers) = self.by_path.get_mut(path) else { return false };
-        let Some(bits) = watchers.get_mut(&w) else { return false };
+        let Some(watchers) = self.by_path.get_mut(path) else {
+            return false;
+        };
+        let Some(bits) = watchers.get_mut(&w) else {
+            return false;
+        };
         let clear = mode.unwrap_or(STANDARD | PERSISTENT | RECURSIVE);
         if *bits & clear == 0 {
             return false;
@@ -69,7 +73,9 @@ impl Table {
     }
 
     fn remove_watcher(&mut self, w: WatcherId) {
-        let Some(paths) = self.by_watcher.remove(&w) else { return };
+        let Some(paths) = self.by_watcher.remove(&w) else {
+            return;
+        };
         for p in paths {
             if let Some(watchers) = self.by_path.get_mut(&p) {
                 if let Some(bits) = watchers.remove(&w) {

@@ -62,7 +62,13 @@ impl ConnectResponse {
     /// The refusal for an expired, unknown or wrongly authenticated session:
     /// timeOut 0, session 0, a zeroed password (the client then reports SessionExpired).
     pub fn expired() -> ConnectResponse {
-        ConnectResponse { protocol_version: 0, timeout_ms: 0, session_id: 0, password: vec![0; PASSWORD_LEN], read_only: Some(false) }
+        ConnectResponse {
+            protocol_version: 0,
+            timeout_ms: 0,
+            session_id: 0,
+            password: vec![0; PASSWORD_LEN],
+            read_only: Some(false),
+        }
     }
 
     pub fn parse(frame: &[u8]) -> Result<ConnectResponse, DecodeError> {
@@ -99,7 +105,14 @@ mod tests {
 
     #[test]
     fn accepts_44_and_45_byte_requests() {
-        let mut req = ConnectRequest { protocol_version: 0, last_zxid_seen: 0, timeout_ms: 30000, session_id: 0, password: vec![0; 16], read_only: None };
+        let mut req = ConnectRequest {
+            protocol_version: 0,
+            last_zxid_seen: 0,
+            timeout_ms: 30000,
+            session_id: 0,
+            password: vec![0; 16],
+            read_only: None,
+        };
         let mut b = Vec::new();
         req.write(&mut b);
         assert_eq!(b.len(), 44);

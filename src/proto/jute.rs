@@ -123,12 +123,9 @@ where
 }
 
 /// Runs a parser over a whole record and rejects trailing bytes.
-pub fn parse_all<'a, T>(
-    input: &'a [u8],
-    mut p: impl FnMut(&'a [u8]) -> JResult<'a, T>,
-) -> Result<T, DecodeError> {
+pub fn parse_all<'a, T>(input: &'a [u8], mut p: impl FnMut(&'a [u8]) -> JResult<'a, T>) -> Result<T, DecodeError> {
     match p(input) {
-        Ok((rest, v)) if rest.is_empty() => Ok(v),
+        Ok(([], v)) => Ok(v),
         Ok((rest, _)) => Err(DecodeError::Trailing(rest.len())),
         Err(nom::Err::Error(e)) | Err(nom::Err::Failure(e)) => Err(e),
         Err(nom::Err::Incomplete(_)) => Err(DecodeError::Truncated),
@@ -166,7 +163,7 @@ mod tests {
         let bytes = [0, 0, 0, 2, b'h', b'i', 1];
         let (rest, s) = ustring(&bytes).unwrap();
         assert_eq!(s, "hi");
-        assert_eq!(boolean(rest).unwrap().1, true);
+        assert!(boolean(rest).unwrap().1);
     }
 
     #[test]

@@ -33,33 +33,87 @@ pub struct SetWatches {
 pub enum MultiOp {
     /// op is 1, 15, 19 or 21.
     Create(OpCode, CreateRequest),
-    Delete { path: String, version: i32 },
-    SetData { path: String, data: Option<Bytes>, version: i32 },
-    Check { path: String, version: i32 },
-    GetChildren { path: String },
-    GetData { path: String },
+    Delete {
+        path: String,
+        version: i32,
+    },
+    SetData {
+        path: String,
+        data: Option<Bytes>,
+        version: i32,
+    },
+    Check {
+        path: String,
+        version: i32,
+    },
+    /// `GetChildrenRequest{path, watch}`: the watch flag is on the wire but ignored in a multiRead.
+    GetChildren {
+        path: String,
+        watch: bool,
+    },
+    /// `GetDataRequest{path, watch}`, likewise.
+    GetData {
+        path: String,
+        watch: bool,
+    },
 }
 
 /// A parsed request body. The op code that chose the layout is kept in `Request::op`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RequestBody {
     Create(CreateRequest),
-    Delete { path: String, version: i32 },
+    Delete {
+        path: String,
+        version: i32,
+    },
     /// exists, getData, getChildren, getChildren2.
-    PathWatch { path: String, watch: bool },
-    SetData { path: String, data: Option<Bytes>, version: i32 },
+    PathWatch {
+        path: String,
+        watch: bool,
+    },
+    SetData {
+        path: String,
+        data: Option<Bytes>,
+        version: i32,
+    },
     /// getACL, sync, getAllChildrenNumber, getEphemerals (prefix path).
-    Path { path: String },
-    SetAcl { path: String, acl: Vec<Acl>, version: i32 },
-    Check { path: String, version: i32 },
+    Path {
+        path: String,
+    },
+    SetAcl {
+        path: String,
+        acl: Vec<Acl>,
+        version: i32,
+    },
+    Check {
+        path: String,
+        version: i32,
+    },
     Multi(Vec<MultiOp>),
-    Reconfig { joining: String, leaving: String, new_members: String, cur_config_id: i64 },
+    Reconfig {
+        joining: String,
+        leaving: String,
+        new_members: String,
+        cur_config_id: i64,
+    },
     /// checkWatches / removeWatches.
-    Watches { path: String, watcher_type: i32 },
-    Auth { auth_type: i32, scheme: String, auth: Option<Bytes> },
+    Watches {
+        path: String,
+        watcher_type: i32,
+    },
+    Auth {
+        auth_type: i32,
+        scheme: String,
+        auth: Option<Bytes>,
+    },
     SetWatches(SetWatches),
-    Sasl { token: Option<Bytes> },
-    AddWatch { path: String, mode: i32 },
+    Sasl {
+        token: Option<Bytes>,
+    },
+    AddWatch {
+        path: String,
+        mode: i32,
+    },
     /// ping, whoAmI, closeSession: header only.
     Empty,
 }
@@ -136,9 +190,7 @@ fn multi_ops(mut i: &[u8]) -> JResult<'_, Vec<MultiOp>> {
             return Ok((i, ops));
         }
         let (rest, op) = match OpCode::from_i32(t) {
-            Some(
-                op @ (OpCode::Create | OpCode::Create2 | OpCode::CreateContainer | OpCode::CreateTtl),
-            ) => {
+            Some(op @ (OpCode::Create | OpCode::Create2 | OpCode::CreateContainer | OpCode::CreateTtl)) => {
                 let (r, c) = create_req(op == OpCode::CreateTtl)(i)?;
                 (r, MultiOp::Create(op, c))
             }
@@ -155,12 +207,12 @@ fn multi_ops(mut i: &[u8]) -> JResult<'_, Vec<MultiOp>> {
                 (r, MultiOp::Check { path, version })
             }
             Some(OpCode::GetChildren) => {
-                let (r, path) = jute::ustring(i)?;
-                (r, MultiOp::GetChildren { path })
+                let (r, (path, watch)) = path_watch(i)?;
+                (r, MultiOp::GetChildren { path, watch })
             }
             Some(OpCode::GetData) => {
-                let (r, path) = jute::ustring(i)?;
-                (r, MultiOp::GetData { path })
+                let (r, (path, watch)) = path_watch(i)?;
+                (r, MultiOp::GetData { path, watch })
             }
             // ZooKeeper's MultiOperationRecord throws "Invalid type of op" and drops the connection.
             _ => return Err(nom::Err::Failure(DecodeError::Malformed(nom::error::ErrorKind::Switch))),
@@ -190,9 +242,7 @@ fn set_watches(v2: bool) -> impl Fn(&[u8]) -> JResult<'_, SetWatches> {
 fn body(op: OpCode, i: &[u8]) -> Result<RequestBody, DecodeError> {
     use RequestBody as B;
     Ok(match op {
-        OpCode::Create | OpCode::Create2 | OpCode::CreateContainer => {
-            B::Create(jute::parse_all(i, create_req(false))?)
-        }
+        OpCode::Create | OpCode::Create2 | OpCode::CreateContainer => B::Create(jute::parse_all(i, create_req(false))?),
         OpCode::CreateTtl => B::Create(jute::parse_all(i, create_req(true))?),
         OpCode::Delete => {
             let (path, version) = jute::parse_all(i, path_version)?;
@@ -249,9 +299,7 @@ fn body(op: OpCode, i: &[u8]) -> Result<RequestBody, DecodeError> {
         // Header-only requests: ZooKeeper ignores anything after the header for these.
         OpCode::Ping | OpCode::WhoAmI | OpCode::CloseSession => B::Empty,
         // Server-internal ops never reach here: `client_op` turns them into UnknownOp first.
-        OpCode::Notification | OpCode::DeleteContainer | OpCode::CreateSession | OpCode::Error => {
-            B::Empty
-        }
+        OpCode::Notification | OpCode::DeleteContainer | OpCode::CreateSession | OpCode::Error => B::Empty,
     })
 }
 
@@ -349,7 +397,10 @@ fn write_body(body: &RequestBody, op: OpCode, b: &mut impl BufMut) {
                         b.put_buffer(data.as_deref());
                         b.put_i32(*version);
                     }
-                    MultiOp::GetChildren { path } | MultiOp::GetData { path } => b.put_ustring(path),
+                    MultiOp::GetChildren { path, watch } | MultiOp::GetData { path, watch } => {
+                        b.put_ustring(path);
+                        b.put_bool_j(*watch);
+                    }
                 }
             }
             b.put_i32(-1);
@@ -424,7 +475,11 @@ mod tests {
         round_trip(Request {
             xid: 9,
             op: OpCode::SetWatches2,
-            body: RequestBody::SetWatches(SetWatches { relative_zxid: 5, data: vec!["/x".into()], ..Default::default() }),
+            body: RequestBody::SetWatches(SetWatches {
+                relative_zxid: 5,
+                data: vec!["/x".into()],
+                ..Default::default()
+            }),
         });
     }
 

@@ -36,14 +36,26 @@ impl ReplyHeader {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MultiResult {
     /// create (1): `CreateResponse`.
-    Create { path: String },
+    Create {
+        path: String,
+    },
     /// create2/container/TTL: `Create2Response`; ZooKeeper's `CreateResult(path, stat)` reports type 15.
-    Create2 { path: String, stat: Stat },
+    Create2 {
+        path: String,
+        stat: Stat,
+    },
     Delete,
-    SetData { stat: Stat },
+    SetData {
+        stat: Stat,
+    },
     Check,
-    GetChildren { children: Vec<Arc<str>> },
-    GetData { data: Option<Bytes>, stat: Stat },
+    GetChildren {
+        children: Vec<Arc<str>>,
+    },
+    GetData {
+        data: Option<Bytes>,
+        stat: Stat,
+    },
     /// `ErrorResponse{int err}` with header type -1.
     Error(i32),
 }
@@ -54,13 +66,25 @@ pub enum Response {
     Empty,
     /// create (1) and sync (9): one ustring.
     Path(String),
-    Create2 { path: String, stat: Stat },
+    Create2 {
+        path: String,
+        stat: Stat,
+    },
     /// exists, setData, setACL, standalone check.
     Stat(Stat),
-    GetData { data: Option<Bytes>, stat: Stat },
-    GetAcl { acl: Vec<Acl>, stat: Stat },
+    GetData {
+        data: Option<Bytes>,
+        stat: Stat,
+    },
+    GetAcl {
+        acl: Vec<Acl>,
+        stat: Stat,
+    },
     Children(Vec<Arc<str>>),
-    Children2 { children: Vec<Arc<str>>, stat: Stat },
+    Children2 {
+        children: Vec<Arc<str>>,
+        stat: Stat,
+    },
     Multi(Vec<MultiResult>),
     /// getEphemerals.
     Strings(Vec<String>),

@@ -138,7 +138,19 @@ mod tests {
 
     #[test]
     fn stat_round_trips_in_68_bytes() {
-        let s = Stat { czxid: 1, mzxid: 2, ctime: 3, mtime: 4, version: 5, cversion: 6, aversion: 7, ephemeral_owner: 8, data_length: 9, num_children: 10, pzxid: 11 };
+        let s = Stat {
+            czxid: 1,
+            mzxid: 2,
+            ctime: 3,
+            mtime: 4,
+            version: 5,
+            cversion: 6,
+            aversion: 7,
+            ephemeral_owner: 8,
+            data_length: 9,
+            num_children: 10,
+            pzxid: 11,
+        };
         let mut b = Vec::new();
         s.write(&mut b);
         assert_eq!(b.len(), Stat::WIRE_LEN);

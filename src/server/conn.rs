@@ -19,7 +19,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, Semaphore};
-use tokio_util::codec::FramedRead;
+use tokio_util::codec::{Decoder, FramedRead};
 use tokio_util::sync::CancellationToken;
 
 /// A client must complete its ConnectRequest within this time (no slowloris).
@@ -55,7 +55,13 @@ pub async fn serve(stream: TcpStream, ctx: ConnCtx) {
         four_letter::answer(word, wr, &ctx).await;
         return;
     }
-    let mut frames = FramedRead::new(rd, FrameCodec::new(ctx.cfg.max_frame));
+    let mut codec = FrameCodec::new(ctx.cfg.max_frame);
+    // Judge the first length now: FramedRead would wait for more bytes before decoding.
+    if let Err(e) = codec.decode(&mut BytesMut::from(&first[..])) {
+        tracing::warn!(conn = id, %peer, "closing connection: {e}");
+        return;
+    }
+    let mut frames = FramedRead::new(rd, codec);
     frames.read_buffer_mut().extend_from_slice(&first);
     let connect = match tokio::time::timeout(HANDSHAKE_DEADLINE, frames.next()).await {
         Ok(Some(Ok(frame))) => match ConnectRequest::parse(&frame) {
@@ -150,7 +156,12 @@ fn encode(msg: Outbound, out: &mut BytesMut, permits: &Semaphore) -> bool {
     false
 }
 
-async fn write_loop(mut rx: mpsc::Receiver<Outbound>, mut wr: OwnedWriteHalf, permits: Arc<Semaphore>, cancel: CancellationToken) {
+async fn write_loop(
+    mut rx: mpsc::Receiver<Outbound>,
+    mut wr: OwnedWriteHalf,
+    permits: Arc<Semaphore>,
+    cancel: CancellationToken,
+) {
     let mut out = BytesMut::with_capacity(8 * 1024);
     loop {
         let msg = tokio::select! {

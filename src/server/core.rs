@@ -10,8 +10,8 @@
 use super::reads::{self, Reader};
 use crate::config::Config;
 use crate::proto::{
-    xid, ConnectRequest, ConnectResponse, ErrorCode, Id, MultiOp, MultiResult, OpCode, ReplyHeader,
-    Request, RequestBody, Response, WatcherEvent, STATE_SYNC_CONNECTED,
+    xid, ConnectRequest, ConnectResponse, ErrorCode, Id, MultiOp, MultiResult, OpCode, ReplyHeader, Request,
+    RequestBody, Response, WatcherEvent, STATE_SYNC_CONNECTED,
 };
 use crate::session::{initial_session_id, ConnId, ExpiryQueue, Passwords, Session};
 use crate::tree::{acl, prep, Change, DataTree, OpOutcome};
@@ -46,11 +46,22 @@ pub struct ConnHandle {
 /// Messages into the core.
 #[derive(Debug)]
 pub enum CoreMsg {
-    Connect { conn: ConnHandle, req: ConnectRequest },
-    Request { conn: ConnId, req: Request },
+    Connect {
+        conn: ConnHandle,
+        req: ConnectRequest,
+    },
+    Request {
+        conn: ConnId,
+        req: Request,
+    },
     /// An op code zkr does not know: answered with Unimplemented, then the connection closes.
-    UnknownOp { conn: ConnId, xid: i32 },
-    Disconnected { conn: ConnId },
+    UnknownOp {
+        conn: ConnId,
+        xid: i32,
+    },
+    Disconnected {
+        conn: ConnId,
+    },
     Tick,
     Stats(tokio::sync::oneshot::Sender<CoreStats>),
 }
@@ -128,7 +139,10 @@ impl Core {
             CoreMsg::UnknownOp { conn, xid } => {
                 // UnimplementedRequestProcessor: reply Unimplemented, then close the connection.
                 let zxid = self.tree.last_zxid();
-                self.send(conn, Outbound::Reply(ReplyHeader { xid, zxid, err: ErrorCode::Unimplemented.code() }, Response::Empty));
+                self.send(
+                    conn,
+                    Outbound::Reply(ReplyHeader { xid, zxid, err: ErrorCode::Unimplemented.code() }, Response::Empty),
+                );
                 self.close_conn(conn);
             }
             CoreMsg::Disconnected { conn } => self.drop_conn(conn),
@@ -164,7 +178,9 @@ impl Core {
     }
 
     fn send(&mut self, conn: ConnId, msg: Outbound) {
-        let Some(c) = self.conns.get(&conn) else { return };
+        let Some(c) = self.conns.get(&conn) else {
+            return;
+        };
         match c.handle.tx.try_send(msg) {
             Ok(()) => {}
             Err(mpsc::error::TrySendError::Full(_)) => {
@@ -188,7 +204,9 @@ impl Core {
 
     /// Forgets a connection: its watches go, its session stays until it expires.
     fn drop_conn(&mut self, conn: ConnId) {
-        let Some(c) = self.conns.remove(&conn) else { return };
+        let Some(c) = self.conns.remove(&conn) else {
+            return;
+        };
         self.watches.remove_watcher(conn);
         if let Some(sid) = c.session {
             if let Some(s) = self.sessions.get_mut(&sid) {
@@ -211,7 +229,8 @@ impl Core {
             self.close_conn(id);
             return;
         }
-        let timeout = req.timeout_ms.clamp(self.cfg.min_session_timeout_ms as i32, self.cfg.max_session_timeout_ms as i32);
+        let timeout =
+            req.timeout_ms.clamp(self.cfg.min_session_timeout_ms as i32, self.cfg.max_session_timeout_ms as i32);
         let ids = vec![Id::new("ip", &peer.to_string())];
         let sid = if req.session_id == 0 {
             let sid = self.next_session;
@@ -265,7 +284,9 @@ impl Core {
     }
 
     fn request(&mut self, conn: ConnId, req: Request) {
-        let Some(sid) = self.conns.get(&conn).and_then(|c| c.session) else { return };
+        let Some(sid) = self.conns.get(&conn).and_then(|c| c.session) else {
+            return;
+        };
         let Some(session) = self.sessions.get(&sid) else {
             self.close_conn(conn);
             return;
@@ -296,7 +317,7 @@ impl Core {
                 let infos = ids.iter().map(|i| (i.scheme.clone(), client_user(i))).collect();
                 self.reply(conn, xid, Ok(Response::WhoAmI(infos)));
             }
-            RequestBody::Auth { scheme, auth, .. } => self.auth(conn, sid, &scheme, auth.as_deref()),
+            RequestBody::Auth { scheme, auth, .. } => self.auth(conn, sid, xid, &scheme, auth.as_deref()),
             RequestBody::Create(c) => self.write(conn, sid, xid, op, MultiOp::Create(op, c)),
             RequestBody::Delete { path, version } => self.write(conn, sid, xid, op, MultiOp::Delete { path, version }),
             RequestBody::SetData { path, data, version } => {
@@ -414,7 +435,8 @@ impl Core {
         self.reply(conn, xid, result);
     }
 
-    fn auth(&mut self, conn: ConnId, sid: SessionId, scheme: &str, auth: Option<&[u8]>) {
+    /// Auth replies echo the request's xid (-4 from the Java client, a normal xid from others).
+    fn auth(&mut self, conn: ConnId, sid: SessionId, xid: i32, scheme: &str, auth: Option<&[u8]>) {
         let text = auth.map(|a| String::from_utf8_lossy(a).into_owned()).unwrap_or_default();
         let mut new_ids = Vec::new();
         match scheme {
@@ -435,7 +457,10 @@ impl Core {
         }
         if new_ids.is_empty() {
             tracing::info!(conn, scheme, "authentication failed");
-            self.send(conn, Outbound::Reply(ReplyHeader { xid: xid::AUTH, zxid: 0, err: ErrorCode::AuthFailed.code() }, Response::Empty));
+            self.send(
+                conn,
+                Outbound::Reply(ReplyHeader { xid, zxid: 0, err: ErrorCode::AuthFailed.code() }, Response::Empty),
+            );
             self.close_conn(conn);
             return;
         }
@@ -446,7 +471,7 @@ impl Core {
                 }
             }
         }
-        self.send(conn, Outbound::Reply(ReplyHeader { xid: xid::AUTH, zxid: 0, err: 0 }, Response::Empty));
+        self.send(conn, Outbound::Reply(ReplyHeader { xid, zxid: 0, err: 0 }, Response::Empty));
     }
 
     /// `DataTree.setWatches`: catch up on what changed since `relative_zxid`, re-arm the rest.
@@ -530,7 +555,9 @@ fn client_user(id: &Id) -> String {
 /// A multi sub-result as `FinalRequestProcessor` builds it.
 fn multi_result(outcome: OpOutcome, op: &MultiOp) -> MultiResult {
     match outcome {
-        OpOutcome::Created { path, .. } if matches!(op, MultiOp::Create(OpCode::Create, _)) => MultiResult::Create { path },
+        OpOutcome::Created { path, .. } if matches!(op, MultiOp::Create(OpCode::Create, _)) => {
+            MultiResult::Create { path }
+        }
         OpOutcome::Created { path, stat } => MultiResult::Create2 { path, stat },
         OpOutcome::Deleted => MultiResult::Delete,
         OpOutcome::SetData { stat } => MultiResult::SetData { stat },

@@ -85,7 +85,12 @@ impl Server {
     }
 }
 
-async fn accept_loop(listener: TcpListener, cfg: Arc<Config>, core: mpsc::Sender<CoreMsg>, shutdown: CancellationToken) {
+async fn accept_loop(
+    listener: TcpListener,
+    cfg: Arc<Config>,
+    core: mpsc::Sender<CoreMsg>,
+    shutdown: CancellationToken,
+) {
     let counts: Arc<DashMap<IpAddr, u32>> = Arc::new(DashMap::new());
     let next_id = AtomicU64::new(1);
     loop {

@@ -21,7 +21,13 @@ fn readable(tree: &DataTree, path: &str, r: &Reader, perm: i32) -> Result<crate:
 }
 
 /// exists: READ is checked only when the node exists; a missing node still gets the watch.
-pub fn exists(tree: &DataTree, w: &mut WatchManager, r: &Reader, path: &str, watch: bool) -> Result<Response, ErrorCode> {
+pub fn exists(
+    tree: &DataTree,
+    w: &mut WatchManager,
+    r: &Reader,
+    path: &str,
+    watch: bool,
+) -> Result<Response, ErrorCode> {
     if path.contains('\0') {
         return Err(ErrorCode::BadArguments);
     }
@@ -36,7 +42,13 @@ pub fn exists(tree: &DataTree, w: &mut WatchManager, r: &Reader, path: &str, wat
     tree.get(path).map(|n| Response::Stat(n.wire_stat())).ok_or(ErrorCode::NoNode)
 }
 
-pub fn get_data(tree: &DataTree, w: &mut WatchManager, r: &Reader, path: &str, watch: bool) -> Result<Response, ErrorCode> {
+pub fn get_data(
+    tree: &DataTree,
+    w: &mut WatchManager,
+    r: &Reader,
+    path: &str,
+    watch: bool,
+) -> Result<Response, ErrorCode> {
     let id = readable(tree, path, r, perms::READ)?;
     if watch {
         w.add_data(path, r.watcher);
@@ -45,7 +57,14 @@ pub fn get_data(tree: &DataTree, w: &mut WatchManager, r: &Reader, path: &str, w
     Ok(Response::GetData { data: n.data.clone(), stat: n.wire_stat() })
 }
 
-pub fn get_children(tree: &DataTree, w: &mut WatchManager, r: &Reader, path: &str, watch: bool, with_stat: bool) -> Result<Response, ErrorCode> {
+pub fn get_children(
+    tree: &DataTree,
+    w: &mut WatchManager,
+    r: &Reader,
+    path: &str,
+    watch: bool,
+    with_stat: bool,
+) -> Result<Response, ErrorCode> {
     let id = readable(tree, path, r, perms::READ)?;
     if watch {
         w.add_child(path, r.watcher);
@@ -94,12 +113,12 @@ pub fn multi_read(tree: &DataTree, w: &mut WatchManager, r: &Reader, ops: &[Mult
     let mut out = Vec::with_capacity(ops.len());
     for op in ops {
         let res = match op {
-            MultiOp::GetChildren { path } => match get_children(tree, w, r, path, false, false) {
+            MultiOp::GetChildren { path, .. } => match get_children(tree, w, r, path, false, false) {
                 Ok(Response::Children(children)) => MultiResult::GetChildren { children },
                 Ok(_) => MultiResult::Error(ErrorCode::SystemError.code()),
                 Err(e) => MultiResult::Error(e.code()),
             },
-            MultiOp::GetData { path } => match get_data(tree, w, r, path, false) {
+            MultiOp::GetData { path, .. } => match get_data(tree, w, r, path, false) {
                 Ok(Response::GetData { data, stat }) => MultiResult::GetData { data, stat },
                 Ok(_) => MultiResult::Error(ErrorCode::SystemError.code()),
                 Err(e) => MultiResult::Error(e.code()),

@@ -194,10 +194,7 @@ impl DataTree {
 
     /// Paths of the ephemerals a session owns.
     pub fn ephemerals_of(&self, session: SessionId) -> Vec<String> {
-        self.ephemerals
-            .get(&session)
-            .map(|ids| ids.iter().map(|id| self.path_of(*id)).collect())
-            .unwrap_or_default()
+        self.ephemerals.get(&session).map(|ids| ids.iter().map(|id| self.path_of(*id)).collect()).unwrap_or_default()
     }
 
     pub fn ephemeral_count(&self) -> usize {
@@ -299,9 +296,7 @@ impl DataTree {
                 OpOutcome::SetAcl { stat: n.wire_stat() }
             }
             TxnOp::Check { .. } => OpOutcome::Checked,
-            TxnOp::Multi(ops) => {
-                OpOutcome::Multi(ops.iter().map(|op| self.apply_op(txn, op, changes)).collect())
-            }
+            TxnOp::Multi(ops) => OpOutcome::Multi(ops.iter().map(|op| self.apply_op(txn, op, changes)).collect()),
             TxnOp::Error(code) => OpOutcome::Error(*code),
         }
     }
@@ -357,7 +352,9 @@ impl DataTree {
         if id == ROOT {
             return;
         }
-        let Some(node) = self.nodes.remove(id) else { return };
+        let Some(node) = self.nodes.remove(id) else {
+            return;
+        };
         self.data_size -= node.data_len() as u64;
         if let Some(p) = self.nodes.get_mut(node.parent) {
             p.children.remove(&node.name);

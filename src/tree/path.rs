@@ -68,9 +68,7 @@ pub fn join(parent: &str, name: &str) -> String {
 
 /// True if `path` is `prefix` itself or lies below it.
 pub fn is_under(path: &str, prefix: &str) -> bool {
-    prefix == "/"
-        || path == prefix
-        || (path.starts_with(prefix) && path.as_bytes().get(prefix.len()) == Some(&b'/'))
+    prefix == "/" || path == prefix || (path.starts_with(prefix) && path.as_bytes().get(prefix.len()) == Some(&b'/'))
 }
 
 #[cfg(test)]

@@ -151,7 +151,13 @@ fn delete(pending: &mut Pending, ctx: &PrepCtx, p: &str, version: i32) -> Result
     Ok(TxnOp::Delete { path: p.to_owned() })
 }
 
-fn set_data(pending: &mut Pending, ctx: &PrepCtx, p: &str, data: &Option<bytes::Bytes>, version: i32) -> Result<TxnOp, ErrorCode> {
+fn set_data(
+    pending: &mut Pending,
+    ctx: &PrepCtx,
+    p: &str,
+    data: &Option<bytes::Bytes>,
+    version: i32,
+) -> Result<TxnOp, ErrorCode> {
     validate(p)?;
     let mut node = pending.get(p).ok_or(ErrorCode::NoNode)?;
     check_acl(&node, perms::WRITE, ctx)?;
@@ -246,7 +252,10 @@ mod tests {
     }
 
     fn create_req(p: &str, flags: i32) -> MultiOp {
-        MultiOp::Create(OpCode::Create, CreateRequest { path: p.into(), data: None, acl: Acl::open_unsafe(), flags, ttl: None })
+        MultiOp::Create(
+            OpCode::Create,
+            CreateRequest { path: p.into(), data: None, acl: Acl::open_unsafe(), flags, ttl: None },
+        )
     }
 
     fn run(tree: &mut DataTree, zxid: i64, op: TxnOp) -> super::super::OpOutcome {
@@ -321,6 +330,9 @@ mod tests {
         let mut changes = Vec::new();
         t.apply(&Txn { zxid: 3, time: 5, session: 0x42, op: TxnOp::CloseSession }, &mut changes);
         assert!(t.get("/e").is_none());
-        assert_eq!(changes, vec![super::super::Change::Deleted("/e".into()), super::super::Change::ChildrenChanged("/".into())]);
+        assert_eq!(
+            changes,
+            vec![super::super::Change::Deleted("/e".into()), super::super::Change::ChildrenChanged("/".into())]
+        );
     }
 }

@@ -4,6 +4,7 @@
 Usage:
     scenarios.py --list
     scenarios.py SCENARIO HOST:PORT [PROXY_PORT]
+    scenarios.py --cleanup HOST:PORT      # remove the suite's test nodes
 
 Each scenario prints a JSON-lines transcript of everything the client
 observed (one object per step, keys sorted).  The runner (run.sh) runs
@@ -882,7 +883,43 @@ def sc_dubbo(addr, proxy_port):
     stop(obs)
 
 
+# ------------------------------------------------------------------ cleanup
+
+TEST_ROOT_PREFIXES = ("kz_", "j_", "zc_", "dubbo")
+TEST_IDENTITIES = ["alice:secret", "bob:hunter2", "carol:pw", "dave:pw2"]
+
+
+def cleanup(addr):
+    """Delete every top-level node the suite creates, even ACL-protected
+    ones (only needed when reusing a server, e.g. ZKR_ADDR)."""
+    c = client(addr, auth_data=[("digest", x) for x in TEST_IDENTITIES])
+
+    def rm(path):
+        try:
+            kids = c.get_children(path)
+        except kex.NoNodeError:
+            return
+        except kex.NoAuthError:
+            kids = []
+        for k in kids:
+            rm(path.rstrip("/") + "/" + k)
+        try:
+            c.delete(path)
+        except kex.NoNodeError:
+            pass
+        except kex.ZookeeperError as e:
+            sys.stderr.write("cleanup: cannot delete %s: %s\n" % (path, type(e).__name__))
+
+    for k in c.get_children("/"):
+        if k.startswith(TEST_ROOT_PREFIXES):
+            rm("/" + k)
+    stop(c)
+
+
 def main():
+    if len(sys.argv) >= 3 and sys.argv[1] == "--cleanup":
+        cleanup(sys.argv[2])
+        return 0
     if len(sys.argv) >= 2 and sys.argv[1] == "--list":
         for name in SCENARIOS:
             print(name)

@@ -22,7 +22,9 @@ What is normalised (everything else must match byte for byte):
     dropped; "[a, b]" lists and runs of "/path" lines (ls -R) are sorted;
     "WatchedEvent ..." lines are taken out of the command output (they are
     printed by another thread, interleaving is arbitrary) and appended in
-    their own order at the end.
+    their own order at the end; the "state:Closed" event printed while the
+    JVM exits after "quit" is dropped; whoami's "scheme: id" lines are
+    sorted (ZooKeeper keeps auth ids in a hash set).
 """
 
 import difflib
@@ -127,8 +129,9 @@ def normalise_json(text):
 # ------------------------------------------------------------------ zkcli
 
 NOISE = re.compile(r"SLF4J|log4j|\bINFO\b|\bWARN\b|\bDEBUG\b|\bTRACE\b|^Connecting to |"
-                   r"^Welcome to ZooKeeper|^JLine support|^WATCHER::$|^WatchedEvent state:SyncConnected type:None path:null$|"
-                   r"^Picked up JAVA_TOOL_OPTIONS")
+                   r"^Welcome to ZooKeeper|^JLine support|^WATCHER::$|^Picked up JAVA_TOOL_OPTIONS|"
+                   # printed (or not) while the JVM exits after "quit"
+                   r"^WatchedEvent state:Closed type:None path:null$")
 PROMPT = re.compile(r"^\[zk: [^\]]*\] ?")
 ZXID_LINE = re.compile(r"^(cZxid|mZxid|pZxid) = (0x[0-9a-fA-F]+)$")
 TIME_LINE = re.compile(r"^(ctime|mtime) = ")
@@ -136,16 +139,14 @@ OWNER_LINE = re.compile(r"^ephemeralOwner = (0x[0-9a-fA-F]+)$")
 EVENT_LINE = re.compile(r"^WatchedEvent ")
 PATH_LINE = re.compile(r"^/\S*$")
 LIST_LINE = re.compile(r"^\[(.*)\]$")
+WHOAMI_HEADER = "Auth scheme: User"
+WHOAMI_LINE = re.compile(r"^[\w.-]+: \S")
 
 
 def normalise_zkcli(text):
     lines, events = [], []
-    connected_events = 0
     for raw in text.splitlines():
         line = PROMPT.sub("", raw).rstrip()
-        if line == "WatchedEvent state:SyncConnected type:None path:null":
-            connected_events += 1
-            continue
         if not line or NOISE.search(line):
             continue
         if EVENT_LINE.match(line):
@@ -163,16 +164,20 @@ def normalise_zkcli(text):
     m.freeze()
     out = []
     run = []
+    whoami = False
 
     def flush():
         out.extend(sorted(run))
         run.clear()
 
     for line in lines:
-        if PATH_LINE.match(line):
+        # ls -R paths, and whoami's "scheme: id" lines (ZooKeeper keeps a
+        # connection's auth ids in a hash set), come in arbitrary order
+        if PATH_LINE.match(line) or (whoami and WHOAMI_LINE.match(line)):
             run.append(line)
             continue
         flush()
+        whoami = line == WHOAMI_HEADER
         if TIME_LINE.match(line):
             continue
         z = ZXID_LINE.match(line)
@@ -190,7 +195,6 @@ def normalise_zkcli(text):
             continue
         out.append(line)
     flush()
-    out.append("--- connected events: %d" % connected_events)
     out.append("--- watch events, in order:")
     out.extend(events)
     return out

@@ -1,0 +1,320 @@
+#!/usr/bin/env bash
+# Differential interop suite: runs the same client scenarios (kazoo, the
+# official Java client, zkCli.sh) against Apache ZooKeeper 3.8 (Debian) and
+# against zkr, and compares what the clients observed.  See README.md.
+#
+#   ZKR_BIN=target/release/zkr tests/interop/run.sh            # everything
+#   ZKR_BIN=... tests/interop/run.sh kazoo java/multi crud      # a subset
+#   ZKR_ADDR=127.0.0.1:2181 tests/interop/run.sh               # running zkr
+#   INTEROP_BOTH_ZK=1 tests/interop/run.sh                     # ZK vs ZK
+#   tests/interop/run.sh --list                                # scenario names
+#
+# Prints one PASS/FAIL line per scenario and ends with "N passed, N failed".
+# Exit status: 0 all passed, 1 something failed, 2 setup problem.
+
+set -uo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd "$HERE/../.." && pwd)"
+WORK="$HERE/.work"
+PY=/usr/bin/python3
+ZK_BIN_DIR=/usr/share/zookeeper/bin
+SCENARIO_TIMEOUT=${INTEROP_SCENARIO_TIMEOUT:-180}
+JARS="zookeeper zookeeper-jute slf4j-api slf4j-nop netty-all commons-io"
+CP=""
+for j in $JARS; do CP="$CP${CP:+:}/usr/share/java/$j.jar"; done
+JAVA_OPTS_INTEROP="-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xss512k"
+
+say() { echo "[interop] $*" >&2; }
+die() { say "ERROR: $*"; exit 2; }
+
+# ---------------------------------------------------------------- arguments
+
+LIST_ONLY=0
+FILTERS=()
+for a in "$@"; do
+    case "$a" in
+        --list) LIST_ONLY=1 ;;
+        -h|--help) sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) FILTERS+=("$a") ;;
+    esac
+done
+
+# ---------------------------------------------------------------- dependencies
+
+ensure_deps() {
+    local pkgs="zookeeper zookeeper-bin libzookeeper-java python3-kazoo netcat-openbsd"
+    local missing="" p
+    for p in $pkgs; do
+        dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed' || missing="$missing $p"
+    done
+    local extra=""
+    command -v javac >/dev/null 2>&1 || extra="default-jdk-headless"
+    [ -x /usr/bin/timeout ] || extra="$extra coreutils"
+    if [ -z "$missing" ] && [ -z "$extra" ]; then
+        return 0
+    fi
+    say "installing packages:$missing $extra"
+    local sudo=""
+    if [ "$(id -u)" -ne 0 ]; then
+        command -v sudo >/dev/null 2>&1 || die "need root or sudo to install:$missing $extra"
+        sudo="sudo"
+    fi
+    mkdir -p "$WORK"
+    if ! { $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+           $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+               zookeeper zookeeper-bin libzookeeper-java python3-kazoo netcat-openbsd $extra; \
+         } >"$WORK/apt.log" 2>&1; then
+        tail -n 30 "$WORK/apt.log" >&2
+        die "package installation failed (log: $WORK/apt.log)"
+    fi
+}
+
+ensure_deps
+[ -x "$PY" ] || die "$PY not found"
+"$PY" -c 'import kazoo' 2>/dev/null || die "$PY cannot import kazoo (python3-kazoo)"
+[ -x "$ZK_BIN_DIR/zkServer.sh" ] || die "$ZK_BIN_DIR/zkServer.sh not found"
+for j in $JARS; do [ -f "/usr/share/java/$j.jar" ] || die "/usr/share/java/$j.jar not found"; done
+
+mkdir -p "$WORK/java" "$WORK/out"
+
+# ---------------------------------------------------------------- Java client build
+
+if [ ! -f "$WORK/java/Interop.class" ] || [ "$HERE/java/Interop.java" -nt "$WORK/java/Interop.class" ]; then
+    rm -rf "$WORK/java" && mkdir -p "$WORK/java"
+    javac -nowarn -encoding UTF-8 -d "$WORK/java" -cp "$CP" "$HERE/java/Interop.java" >"$WORK/javac.log" 2>&1 ||
+        { cat "$WORK/javac.log" >&2; die "javac failed"; }
+fi
+JAVA_CP="$WORK/java:$CP"
+
+# ---------------------------------------------------------------- scenario list
+
+ALL=()
+for n in $("$PY" "$HERE/kazoo/scenarios.py" --list); do ALL+=("kazoo/$n"); done
+for n in $(java $JAVA_OPTS_INTEROP -cp "$JAVA_CP" Interop --list); do ALL+=("java/$n"); done
+for f in "$HERE"/zkcli/*.zk; do ALL+=("zkcli/$(basename "$f" .zk)"); done
+[ "${#ALL[@]}" -gt 10 ] || die "could not list scenarios"
+
+SELECTED=()
+for s in "${ALL[@]}"; do
+    if [ "${#FILTERS[@]}" -eq 0 ]; then SELECTED+=("$s"); continue; fi
+    for f in "${FILTERS[@]}"; do
+        # shellcheck disable=SC2053
+        if [[ "$s" == $f || "$s" == "$f"/* || "$s" == *"$f"* ]]; then SELECTED+=("$s"); break; fi
+    done
+done
+
+if [ "$LIST_ONLY" -eq 1 ]; then
+    printf '%s\n' "${SELECTED[@]}"
+    exit 0
+fi
+[ "${#SELECTED[@]}" -gt 0 ] || die "no scenario matches: ${FILTERS[*]} (see --list)"
+
+# ---------------------------------------------------------------- ports
+
+port_free() {
+    "$PY" - "$@" <<'EOF'
+import socket, sys
+for p in sys.argv[1:]:
+    s = socket.socket()
+    try:
+        s.bind(("0.0.0.0", int(p)))
+    except OSError:
+        sys.exit(1)
+    finally:
+        s.close()
+EOF
+}
+
+BASE=""
+for _ in $(seq 1 60); do
+    b=$((24000 + (RANDOM % 196) * 5))
+    if port_free "$b" $((b + 1)) $((b + 2)) $((b + 3)) $((b + 4)); then BASE=$b; break; fi
+done
+[ -n "$BASE" ] || die "no free ports in 24000-24999"
+REF_PORT=$BASE
+ZKR_PORT=$((BASE + 1))
+REF_PROXY_PORT=$((BASE + 2))
+ZKR_PROXY_PORT=$((BASE + 3))
+
+# ---------------------------------------------------------------- servers
+
+PIDS=()
+ZKR_PID=""
+ZKR_LOG=""
+
+cleanup_servers() {
+    local p
+    for p in "${PIDS[@]}"; do
+        kill "$p" 2>/dev/null
+    done
+    for p in "${PIDS[@]}"; do
+        for _ in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+        kill -9 "$p" 2>/dev/null
+    done
+}
+trap cleanup_servers EXIT
+trap 'exit 130' INT TERM
+
+write_cfg() {  # dir port
+    cat >"$1/zoo.cfg" <<EOF
+tickTime=500
+minSessionTimeout=1000
+maxSessionTimeout=20000
+maxClientCnxns=0
+clientPort=$2
+dataDir=$1/data
+extendedTypesEnabled=true
+4lw.commands.whitelist=*
+admin.enableServer=false
+EOF
+}
+
+ruok() { [ "$(echo ruok | nc -q1 -w2 127.0.0.1 "$1" 2>/dev/null)" = "imok" ]; }
+
+start_zookeeper() {  # name port
+    local d="$WORK/$1"
+    rm -rf "$d" && mkdir -p "$d/data"
+    write_cfg "$d" "$2"
+    # zkServer.sh start-foreground (backgrounded here) execs the JVM, so $! is
+    # the server pid and its output lands in our directory; Debian's zkEnv.sh
+    # would send "zkServer.sh start" output to /var/log/zookeeper.
+    ZOOCFGDIR="$d" ZOO_LOG_DIR="$d" ZOOPIDFILE="$d/pid" \
+        SERVER_JVMFLAGS="-Dznode.container.checkIntervalMs=1000 -Dzookeeper.log.dir=$d -Xmx512m" \
+        "$ZK_BIN_DIR/zkServer.sh" start-foreground "$d/zoo.cfg" >"$d/server.log" 2>&1 </dev/null &
+    local pid=$!
+    PIDS+=("$pid")
+    LAST_PID=$pid
+    for _ in $(seq 1 150); do
+        if ruok "$2"; then return 0; fi
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.2
+    done
+    tail -n 30 "$d/server.log" >&2
+    die "ZooKeeper ($1) did not start on port $2"
+}
+
+start_zkr() {  # port
+    local d="$WORK/zkr"
+    rm -rf "$d" && mkdir -p "$d/data"
+    write_cfg "$d" "$1"
+    ZKR_LOG="$d/zkr.log"
+    "$ZKR_BIN" serve --config "$d/zoo.cfg" --data-dir "$d/data" --container-check-interval-ms 1000 \
+        >"$d/zkr.stdout" 2>"$ZKR_LOG" </dev/null &
+    ZKR_PID=$!
+    PIDS+=("$ZKR_PID")
+    for _ in $(seq 1 150); do
+        if ruok "$1" || nc -z -w1 127.0.0.1 "$1" 2>/dev/null; then return 0; fi
+        kill -0 "$ZKR_PID" 2>/dev/null || break
+        sleep 0.2
+    done
+    tail -n 40 "$ZKR_LOG" >&2
+    die "zkr did not start on port $1 ($ZKR_BIN)"
+}
+
+T0=$(date +%s)
+say "starting reference ZooKeeper on 127.0.0.1:$REF_PORT"
+start_zookeeper zookeeper "$REF_PORT"
+REF_ADDR="127.0.0.1:$REF_PORT"
+
+if [ "${INTEROP_BOTH_ZK:-0}" = "1" ]; then
+    say "INTEROP_BOTH_ZK=1: the 'zkr' side is a second ZooKeeper on 127.0.0.1:$ZKR_PORT"
+    start_zookeeper zookeeper2 "$ZKR_PORT"
+    ZKR_PID=$LAST_PID
+    ZKR_LOG="$WORK/zookeeper2/server.log"
+    ZKR_ADDR_USED="127.0.0.1:$ZKR_PORT"
+elif [ -n "${ZKR_ADDR:-}" ]; then
+    say "using running zkr at $ZKR_ADDR"
+    ZKR_ADDR_USED="$ZKR_ADDR"
+    nc -z -w2 "${ZKR_ADDR%:*}" "${ZKR_ADDR##*:}" 2>/dev/null || die "cannot connect to ZKR_ADDR=$ZKR_ADDR"
+else
+    if [ -z "${ZKR_BIN:-}" ]; then
+        for c in "$REPO/target/release/zkr" "$REPO/target/debug/zkr"; do
+            [ -x "$c" ] && { ZKR_BIN="$c"; break; }
+        done
+    fi
+    [ -n "${ZKR_BIN:-}" ] || die "set ZKR_BIN=path/to/zkr (or ZKR_ADDR=host:port, or INTEROP_BOTH_ZK=1)"
+    [ -x "$ZKR_BIN" ] || die "ZKR_BIN=$ZKR_BIN is not executable"
+    say "starting zkr ($ZKR_BIN) on 127.0.0.1:$ZKR_PORT"
+    start_zkr "$ZKR_PORT"
+    ZKR_ADDR_USED="127.0.0.1:$ZKR_PORT"
+fi
+
+# leftovers from earlier runs only matter on a reused server, but are cheap to remove
+for addr in "$REF_ADDR" "$ZKR_ADDR_USED"; do
+    timeout 60 "$PY" "$HERE/kazoo/scenarios.py" --cleanup "$addr" >/dev/null 2>"$WORK/cleanup.err" ||
+        say "warning: cleanup of $addr failed: $(tail -n 1 "$WORK/cleanup.err")"
+done
+
+# ---------------------------------------------------------------- running scenarios
+
+run_side() {  # scenario side addr proxy_port out_prefix
+    local client="${1%%/*}" name="${1#*/}" out="$5"
+    case "$client" in
+        kazoo)
+            timeout "$SCENARIO_TIMEOUT" "$PY" "$HERE/kazoo/scenarios.py" "$name" "$3" "$4" >"$out.txt" 2>"$out.err" ;;
+        java)
+            timeout "$SCENARIO_TIMEOUT" java $JAVA_OPTS_INTEROP -cp "$JAVA_CP" Interop "$name" "$3" "$4" \
+                >"$out.txt" 2>"$out.err" ;;
+        zkcli)
+            CLIENT_JVMFLAGS="$JAVA_OPTS_INTEROP" "$HERE/zkcli/run_zkcli.sh" "$HERE/zkcli/$name.zk" "$3" \
+                >"$out.txt" 2>"$out.err" ;;
+        *) echo "unknown client $client" >"$out.err"; return 2 ;;
+    esac
+}
+
+indent() { sed 's/^/    /'; }
+
+PASSED=0
+FAILED=0
+FAILED_NAMES=()
+for sc in "${SELECTED[@]}"; do
+    base="$WORK/out/${sc//\//.}"
+    rm -f "$base".*
+    fmt=json
+    [ "${sc%%/*}" = zkcli ] && fmt=zkcli
+    s0=$(date +%s%N)
+    if [ -n "$ZKR_PID" ] && ! kill -0 "$ZKR_PID" 2>/dev/null; then
+        echo "FAIL $sc: zkr is not running any more"
+        FAILED=$((FAILED + 1)); FAILED_NAMES+=("$sc")
+        continue
+    fi
+    run_side "$sc" ref "$REF_ADDR" "$REF_PROXY_PORT" "$base.zookeeper"
+    ref_rc=$?
+    run_side "$sc" zkr "$ZKR_ADDR_USED" "$ZKR_PROXY_PORT" "$base.zkr"
+    zkr_rc=$?
+    secs=$(( ($(date +%s%N) - s0) / 100000000 ))
+    took="$((secs / 10)).$((secs % 10))s"
+    if [ "$ref_rc" -ne 0 ]; then
+        echo "FAIL $sc: scenario failed against the reference ZooKeeper (exit $ref_rc) [$took]"
+        tail -n 15 "$base.zookeeper.err" | indent
+        FAILED=$((FAILED + 1)); FAILED_NAMES+=("$sc")
+        continue
+    fi
+    "$PY" "$HERE/lib/compare.py" --format "$fmt" "$base.zookeeper.txt" "$base.zkr.txt" >"$base.diff" 2>&1
+    cmp_rc=$?
+    if [ "$zkr_rc" -ne 0 ]; then
+        echo "FAIL $sc: client error against zkr (exit $zkr_rc) [$took]"
+        tail -n 15 "$base.zkr.err" | indent
+        [ "$cmp_rc" -ne 0 ] && head -n 25 "$base.diff" | indent
+        FAILED=$((FAILED + 1)); FAILED_NAMES+=("$sc")
+    elif [ "$cmp_rc" -ne 0 ]; then
+        echo "FAIL $sc: transcripts differ (- zookeeper, + zkr) [$took]"
+        indent <"$base.diff"
+        FAILED=$((FAILED + 1)); FAILED_NAMES+=("$sc")
+    else
+        echo "PASS $sc [$took]"
+        PASSED=$((PASSED + 1))
+    fi
+done
+
+if [ "$FAILED" -gt 0 ]; then
+    say "transcripts and client stderr are in $WORK/out/ (<scenario>.{zookeeper,zkr}.{txt,err,diff})"
+    if [ -n "$ZKR_LOG" ] && [ -f "$ZKR_LOG" ]; then
+        say "last lines of the zkr-side server log ($ZKR_LOG):"
+        tail -n 30 "$ZKR_LOG" | indent >&2
+    fi
+fi
+say "total time $(( $(date +%s) - T0 ))s"
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" -eq 0 ]

@@ -53,6 +53,19 @@ pub struct ServeArgs {
     /// (ZooKeeper's znode.container.checkIntervalMs).
     #[arg(long)]
     pub container_check_interval_ms: Option<u64>,
+    /// Directory for the write-ahead log (zoo.cfg dataLogDir; default <data-dir>/wal).
+    #[arg(long)]
+    pub data_log_dir: Option<PathBuf>,
+    /// fsync the log before acknowledging writes (zoo.cfg forceSync); `--force-sync false` trades
+    /// durability for speed, as in ZooKeeper.
+    #[arg(long)]
+    pub force_sync: Option<bool>,
+    /// Txns between snapshots (zoo.cfg snapCount).
+    #[arg(long)]
+    pub snap_count: Option<u64>,
+    /// If the newest snapshot fails its checksum, start from an older one instead of stopping.
+    #[arg(long)]
+    pub recover_older_snapshot: bool,
     /// A ZooKeeper zoo.cfg to read.
     #[arg(long)]
     pub config: Option<PathBuf>,
@@ -79,6 +92,14 @@ pub struct Config {
     pub max_outbound_queue: usize,
     /// Server id in the top byte of session ids (0 in standalone mode, like ZooKeeper).
     pub server_id: u8,
+    /// fsync before acknowledging (zoo.cfg forceSync=yes|no).
+    pub force_sync: bool,
+    /// Txns between snapshots (zoo.cfg snapCount, ZooKeeper's default 100,000).
+    pub snap_count: u64,
+    /// Snapshots kept by the purge (zoo.cfg autopurge.snapRetainCount, default 3).
+    pub snap_retain_count: usize,
+    /// Fall back to an older snapshot when the newest is corrupt.
+    pub recover_older_snapshot: bool,
     /// Four-letter words answered (zoo.cfg 4lw.commands.whitelist; ZooKeeper's default is srvr).
     pub four_letter_words: Vec<String>,
 }
@@ -102,6 +123,10 @@ impl Default for Config {
             max_outbound_queue: 100_000,
             server_id: 0,
             four_letter_words: vec!["srvr".to_owned()],
+            force_sync: true,
+            snap_count: 100_000,
+            snap_retain_count: 3,
+            recover_older_snapshot: false,
         }
     }
 }
@@ -119,6 +144,9 @@ const USED: &[&str] = &[
     "jute.maxbuffer",
     "extendedTypesEnabled",
     "4lw.commands.whitelist",
+    "forceSync",
+    "snapCount",
+    "autopurge.snapRetainCount",
 ];
 
 /// zoo.cfg keys with their values and line numbers.
@@ -231,6 +259,26 @@ impl Config {
                     }
                 };
             }
+            if let Some((v, line)) = keys.get("forceSync") {
+                c.force_sync = match v.as_str() {
+                    "yes" | "true" => true,
+                    "no" | "false" => false,
+                    _ => {
+                        return Err(ConfigError::Line {
+                            file: name.clone(),
+                            line: *line,
+                            reason: format!("forceSync must be yes or no, found {v:?}"),
+                        })
+                    }
+                };
+            }
+            if let Some(v) = num("snapCount")? {
+                c.snap_count = range("snapCount", v, 1, i64::MAX)? as u64;
+            }
+            if let Some(v) = num("autopurge.snapRetainCount")? {
+                // ZooKeeper keeps at least 3 whatever is asked.
+                c.snap_retain_count = range("autopurge.snapRetainCount", v, 0, 1_000_000)?.max(3) as usize;
+            }
             if let Some((v, _)) = keys.get("4lw.commands.whitelist") {
                 c.four_letter_words = v.split(',').map(|w| w.trim().to_owned()).filter(|w| !w.is_empty()).collect();
             }
@@ -268,6 +316,16 @@ impl Config {
         if let Some(v) = args.container_check_interval_ms {
             c.container_check_interval_ms = v;
         }
+        if let Some(v) = &args.data_log_dir {
+            c.data_log_dir = Some(v.clone());
+        }
+        if let Some(v) = args.force_sync {
+            c.force_sync = v;
+        }
+        if let Some(v) = args.snap_count {
+            c.snap_count = v.max(1);
+        }
+        c.recover_older_snapshot |= args.recover_older_snapshot;
         if c.tick_time_ms == 0 {
             return Err(ConfigError::Invalid("tickTime must be positive".into()));
         }

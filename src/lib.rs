@@ -18,6 +18,7 @@ pub mod config;
 pub mod proto;
 pub mod server;
 pub mod session;
+pub mod storage;
 pub mod tree;
 pub mod txn;
 pub mod watch;

@@ -23,6 +23,7 @@ fn main() -> anyhow::Result<()> {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = Cli::parse();
     match cli.command {
@@ -37,12 +38,36 @@ fn main() -> anyhow::Result<()> {
             };
             let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
             rt.block_on(async move {
-                let server = zkr::server::Server::start(cfg).await?;
-                tokio::signal::ctrl_c().await.ok();
+                let server = match zkr::server::Server::start(cfg).await {
+                    Ok(s) => s,
+                    Err(e) => {
+                        tracing::error!("{e}");
+                        eprintln!("zkr: {e}");
+                        std::process::exit(1);
+                    }
+                };
+                shutdown_signal().await;
                 tracing::info!("shutting down");
                 server.shutdown().await;
+                tracing::info!("stopped");
                 anyhow::Ok(())
             })
+        }
+    }
+}
+
+/// SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
         }
     }
 }

@@ -7,6 +7,7 @@
 //! It never blocks on a connection: output goes to bounded per-connection queues with
 //! `try_send`, and a connection whose queue is full is closed.
 
+use super::committer::{Batch, Delivery};
 use super::reads::{self, Reader};
 use crate::config::Config;
 use crate::proto::{
@@ -14,11 +15,14 @@ use crate::proto::{
     RequestBody, Response, WatcherEvent, STATE_SYNC_CONNECTED,
 };
 use crate::session::{initial_session_id, ConnId, ExpiryQueue, Passwords, Session};
+use crate::storage::{self, wal, Layout};
 use crate::tree::{acl, prep, Change, DataTree, OpOutcome};
 use crate::txn::{SessionId, Txn, TxnOp, Zxid};
 use crate::watch::{Fired, WatchManager};
 use std::collections::HashMap;
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::SyncSender;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::mpsc;
@@ -96,35 +100,138 @@ pub struct Core {
     next_sweep_ms: u64,
     changes: Vec<Change>,
     fired: Vec<Fired>,
+    /// Log records of this turn, handed to the committer with `out`.
+    records: Vec<u8>,
+    first_zxid: Zxid,
+    out: Vec<Delivery>,
+    committer: SyncSender<Batch>,
+    layout: Layout,
+    since_snapshot: u64,
+    snapshot_running: Arc<AtomicBool>,
+    durable: super::committer::Durable,
 }
+
+/// Messages handled per turn before the turn's output is committed.
+const MAX_TURN: usize = 4096;
 
 fn wall_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
 }
 
 impl Core {
-    pub fn new(cfg: Arc<Config>, secret: [u8; 32]) -> Core {
-        let next_session = initial_session_id(wall_ms(), cfg.server_id);
+    /// A core over a recovered tree. Sessions found in it get a fresh full timeout to come back.
+    pub fn new(
+        cfg: Arc<Config>,
+        tree: DataTree,
+        secret: [u8; 32],
+        committer: SyncSender<Batch>,
+        durable: super::committer::Durable,
+    ) -> Core {
+        let mut expiry = ExpiryQueue::new(cfg.tick_time_ms as u64);
+        let mut sessions = HashMap::new();
+        let mut next_session = initial_session_id(wall_ms(), cfg.server_id);
+        for (id, info) in tree.sessions() {
+            expiry.touch(*id, 0, info.timeout_ms as u64);
+            sessions.insert(*id, Session { timeout_ms: info.timeout_ms, conn: None, ids: Vec::new() });
+            if (*id as u64) >> 56 == cfg.server_id as u64 {
+                next_session = next_session.max(id + 1);
+            }
+        }
         Core {
-            expiry: ExpiryQueue::new(cfg.tick_time_ms as u64),
+            expiry,
             next_sweep_ms: cfg.container_check_interval_ms,
+            layout: Layout::new(&cfg),
             cfg,
-            tree: DataTree::new(),
+            tree,
             watches: WatchManager::default(),
-            sessions: HashMap::new(),
+            sessions,
             conns: HashMap::new(),
             passwords: Passwords::new(secret),
             next_session,
             started: Instant::now(),
             changes: Vec::new(),
             fired: Vec::new(),
+            records: Vec::new(),
+            first_zxid: 0,
+            out: Vec::new(),
+            committer,
+            since_snapshot: 0,
+            snapshot_running: Arc::new(AtomicBool::new(false)),
+            durable,
         }
     }
 
-    /// Runs until every sender is gone. Blocking: call on a dedicated thread.
+    /// Runs until every sender is gone. Blocking: call on a dedicated thread. Each turn handles
+    /// what is queued (up to `MAX_TURN` messages), then hands its log records and output to the
+    /// committer, so one fsync covers every write of the turn.
     pub fn run(mut self, mut rx: mpsc::Receiver<CoreMsg>) {
         while let Some(msg) = rx.blocking_recv() {
             self.handle(msg);
+            for _ in 1..MAX_TURN {
+                match rx.try_recv() {
+                    Ok(m) => self.handle(m),
+                    Err(_) => break,
+                }
+            }
+            self.end_turn();
+        }
+        self.end_turn();
+        if self.since_snapshot > 0 {
+            while self.durable.load(Ordering::Acquire) < self.tree.last_zxid() {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            // A snapshot at shutdown makes the next start a snapshot load with nothing to replay.
+            match storage::snapshot::write(&self.layout.snap_dir, &self.tree) {
+                Ok(p) => tracing::info!(file = %p.display(), "snapshot written at shutdown"),
+                Err(e) => tracing::warn!("snapshot at shutdown failed: {e}"),
+            }
+        }
+    }
+
+    fn end_turn(&mut self) {
+        if self.records.is_empty() && self.out.is_empty() {
+            return;
+        }
+        let batch = Batch {
+            records: std::mem::take(&mut self.records),
+            first_zxid: self.first_zxid,
+            last_zxid: self.tree.last_zxid(),
+            out: std::mem::take(&mut self.out),
+        };
+        if self.committer.send(batch).is_err() {
+            tracing::error!("the log writer has stopped");
+        }
+    }
+
+    /// Writes a snapshot of the current tree on a background thread, then purges old files.
+    fn snapshot_in_background(&mut self) {
+        if self.snapshot_running.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        self.since_snapshot = 0;
+        let tree = self.tree.clone();
+        let layout = self.layout.clone();
+        let keep = self.cfg.snap_retain_count;
+        let running = self.snapshot_running.clone();
+        let durable = self.durable.clone();
+        let spawned = std::thread::Builder::new().name("zkr-snapshot".into()).spawn(move || {
+            // Never let a snapshot get ahead of the log: wait until its zxid is on disk.
+            while durable.load(Ordering::Acquire) < tree.last_zxid() {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            match storage::snapshot::write(&layout.snap_dir, &tree) {
+                Ok(p) => {
+                    tracing::info!(file = %p.display(), zxid = format!("0x{:x}", tree.last_zxid()), "snapshot written");
+                    if let Err(e) = storage::purge(&layout, keep) {
+                        tracing::warn!("purging old snapshots and logs failed: {e}");
+                    }
+                }
+                Err(e) => tracing::warn!("snapshot failed: {e}"),
+            }
+            running.store(false, Ordering::Release);
+        });
+        if spawned.is_err() {
+            self.snapshot_running.store(false, Ordering::Release);
         }
     }
 
@@ -164,6 +271,14 @@ impl Core {
     /// Logs (soon) and applies one txn, then fires its watches. Returns its zxid and outcome.
     fn commit(&mut self, session: SessionId, op: TxnOp) -> (Zxid, OpOutcome) {
         let txn = Txn { zxid: self.tree.last_zxid() + 1, time: wall_ms(), session, op };
+        if self.records.is_empty() {
+            self.first_zxid = txn.zxid;
+        }
+        wal::frame(&txn, &mut self.records);
+        self.since_snapshot += 1;
+        if self.since_snapshot >= self.cfg.snap_count {
+            self.snapshot_in_background();
+        }
         self.changes.clear();
         let outcome = self.tree.apply(&txn, &mut self.changes);
         self.fired.clear();
@@ -177,28 +292,16 @@ impl Core {
         (txn.zxid, outcome)
     }
 
+    /// Queues a message for a connection. It leaves when the turn is committed: after the
+    /// fsync of every txn the turn logged, so no client sees a change that is not durable.
     fn send(&mut self, conn: ConnId, msg: Outbound) {
-        let Some(c) = self.conns.get(&conn) else {
-            return;
-        };
-        match c.handle.tx.try_send(msg) {
-            Ok(()) => {}
-            Err(mpsc::error::TrySendError::Full(_)) => {
-                tracing::warn!(conn, peer = %c.handle.peer, "outbound queue full: closing slow connection");
-                c.handle.cancel.cancel();
-                self.drop_conn(conn);
-            }
-            Err(mpsc::error::TrySendError::Closed(_)) => self.drop_conn(conn),
-        }
+        let Some(c) = self.conns.get(&conn) else { return };
+        self.out.push(Delivery { tx: c.handle.tx.clone(), cancel: c.handle.cancel.clone(), msg });
     }
 
     /// Queues a close after what is already queued.
     fn close_conn(&mut self, conn: ConnId) {
-        if let Some(c) = self.conns.get(&conn) {
-            if c.handle.tx.try_send(Outbound::Close).is_err() {
-                c.handle.cancel.cancel();
-            }
-        }
+        self.send(conn, Outbound::Close);
         self.drop_conn(conn);
     }
 

@@ -1,6 +1,7 @@
 //! The server: accept loop, per-IP connection limits, the core thread and its ticker, and an
 //! ordered shutdown (stop accepting, close connections, let the core drain and stop).
 
+mod committer;
 mod conn;
 pub mod core;
 mod four_letter;
@@ -20,12 +21,25 @@ use tokio_util::sync::CancellationToken;
 /// Bound of the queue into the core; senders wait when it is full.
 const CORE_QUEUE: usize = 64 * 1024;
 
+/// Why a server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("cannot listen on {addr}: {source}")]
+    Bind { addr: String, source: std::io::Error },
+    #[error("cannot recover the data directory: {0}")]
+    Storage(#[from] crate::storage::StorageError),
+    #[error("cannot start a thread: {0}")]
+    Thread(std::io::Error),
+}
+
 /// A running server.
 pub struct Server {
     addr: SocketAddr,
     shutdown: CancellationToken,
     accept: tokio::task::JoinHandle<()>,
     core: Option<std::thread::JoinHandle<()>>,
+    log: Option<std::thread::JoinHandle<()>>,
+    _lock: std::fs::File,
 }
 
 /// Decrements the per-IP count when a connection ends.
@@ -45,13 +59,33 @@ impl Drop for IpSlot {
 
 impl Server {
     /// Binds and starts serving; returns once the port accepts connections.
-    pub async fn start(cfg: Config) -> std::io::Result<Server> {
+    pub async fn start(cfg: Config) -> Result<Server, StartError> {
         let cfg = Arc::new(cfg);
-        let listener = TcpListener::bind((cfg.bind, cfg.port)).await?;
-        let addr = listener.local_addr()?;
+        let bind_err = |source| StartError::Bind { addr: format!("{}:{}", cfg.bind, cfg.port), source };
+        let listener = TcpListener::bind((cfg.bind, cfg.port)).await.map_err(bind_err)?;
+        let addr = listener.local_addr().map_err(bind_err)?;
+        let started = std::time::Instant::now();
+        let recovered = crate::storage::recover(&cfg)?;
+        let zxid = recovered.tree.last_zxid();
+        tracing::info!(
+            data_dir = %cfg.data_dir.display(),
+            zxid = format!("0x{zxid:x}"),
+            znodes = recovered.tree.node_count(),
+            sessions = recovered.tree.sessions().len(),
+            replayed = recovered.replayed,
+            ms = started.elapsed().as_millis() as u64,
+            "recovered"
+        );
+        let layout = crate::storage::Layout::new(&cfg);
+        let wal = crate::storage::wal::Wal::open(&layout.log_dir, recovered.tail, zxid + 1, cfg.force_sync)?;
+        let durable = Arc::new(std::sync::atomic::AtomicI64::new(zxid));
+        let (log_tx, log) = committer::spawn(wal, durable.clone()).map_err(StartError::Thread)?;
         let (core_tx, core_rx) = mpsc::channel(CORE_QUEUE);
-        let core = Core::new(cfg.clone(), rand::random());
-        let core = std::thread::Builder::new().name("zkr-core".into()).spawn(move || core.run(core_rx))?;
+        let core = Core::new(cfg.clone(), recovered.tree, recovered.secret, log_tx, durable);
+        let core = std::thread::Builder::new()
+            .name("zkr-core".into())
+            .spawn(move || core.run(core_rx))
+            .map_err(StartError::Thread)?;
         let shutdown = CancellationToken::new();
 
         let tick = Duration::from_millis((cfg.tick_time_ms as u64 / 2).clamp(10, 100));
@@ -68,20 +102,28 @@ impl Server {
 
         let accept = tokio::spawn(accept_loop(listener, cfg, core_tx, shutdown.clone()));
         tracing::info!(%addr, "zkr accepting client connections");
-        Ok(Server { addr, shutdown, accept, core: Some(core) })
+        Ok(Server { addr, shutdown, accept, core: Some(core), log: Some(log), _lock: recovered.lock })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
     }
 
-    /// Stops accepting, closes every connection and waits for the core to finish.
+    /// Stops accepting, closes every connection, lets the core finish its queue and write a
+    /// snapshot, and waits for the log to be flushed.
     pub async fn shutdown(mut self) {
         self.shutdown.cancel();
         let _ = (&mut self.accept).await;
-        if let Some(core) = self.core.take() {
-            let _ = tokio::task::spawn_blocking(move || core.join()).await;
-        }
+        let (core, log) = (self.core.take(), self.log.take());
+        let _ = tokio::task::spawn_blocking(move || {
+            if let Some(core) = core {
+                let _ = core.join();
+            }
+            if let Some(log) = log {
+                let _ = log.join();
+            }
+        })
+        .await;
     }
 }
 

@@ -71,6 +71,19 @@ impl DataTree {
     /// A tree with ZooKeeper's system nodes: `/zookeeper`, `/zookeeper/quota` and
     /// `/zookeeper/config` (empty in standalone mode, read-only to the world).
     pub fn new() -> DataTree {
+        let mut t = DataTree::empty();
+        let open = t.intern_acl(&Acl::open_unsafe());
+        let zk = t.attach(ROOT, "zookeeper", Some(Bytes::new()), open.clone(), NodeStat::default());
+        t.attach(zk, "quota", Some(Bytes::new()), open, NodeStat::default());
+        let read = t.intern_acl(&Acl::read_unsafe());
+        // DataTree.addConfigNode sets the ACL with version -1, which lands in aversion.
+        let stat = NodeStat { aversion: -1, ..NodeStat::default() };
+        t.attach(zk, "config", Some(Bytes::new()), read, stat);
+        t
+    }
+
+    /// A tree holding only an empty root, to be filled by `restore_node` (snapshot loading).
+    pub fn empty() -> DataTree {
         let mut t = DataTree {
             nodes: Slab::default(),
             sessions: BTreeMap::new(),
@@ -81,22 +94,16 @@ impl DataTree {
             last_zxid: 0,
             data_size: 0,
         };
-        let open = t.intern_acl(&Acl::open_unsafe());
+        let acl = t.intern_acl(&Acl::open_unsafe());
         let root = Znode {
             parent: ROOT,
             name: Arc::from(""),
             data: Some(Bytes::new()),
-            acl: open.clone(),
+            acl,
             stat: NodeStat::default(),
             children: HashMap::new(),
         };
         t.nodes.insert(root);
-        let zk = t.attach(ROOT, "zookeeper", Some(Bytes::new()), open.clone(), NodeStat::default());
-        t.attach(zk, "quota", Some(Bytes::new()), open, NodeStat::default());
-        let read = t.intern_acl(&Acl::read_unsafe());
-        // DataTree.addConfigNode sets the ACL with version -1, which lands in aversion.
-        let stat = NodeStat { aversion: -1, ..NodeStat::default() };
-        t.attach(zk, "config", Some(Bytes::new()), read, stat);
         t
     }
 
@@ -122,6 +129,44 @@ impl DataTree {
 
     pub fn last_zxid(&self) -> Zxid {
         self.last_zxid
+    }
+
+    /// Adds a node read from a snapshot; its parent must already be there ("/" updates the root).
+    pub fn restore_node(&mut self, path: &str, data: Option<Bytes>, acl: &[Acl], stat: NodeStat) -> bool {
+        let acl = self.intern_acl(acl);
+        if path == "/" {
+            if let Some(root) = self.nodes.get_mut(ROOT) {
+                self.data_size += data.as_ref().map_or(0, |d| d.len() as u64);
+                root.data = data;
+                root.acl = acl;
+                root.stat = stat;
+            }
+            return true;
+        }
+        let Some(parent) = self.lookup(path::parent(path)) else { return false };
+        let id = self.attach(parent, path::name(path), data, acl, stat);
+        self.index(id, stat.ephemeral_owner);
+        true
+    }
+
+    pub fn restore_session(&mut self, id: SessionId, timeout_ms: i32) {
+        self.sessions.insert(id, SessionInfo { timeout_ms });
+    }
+
+    pub fn set_last_zxid(&mut self, zxid: Zxid) {
+        self.last_zxid = zxid;
+    }
+
+    /// Visits every node, parents before children (the order snapshots are written in).
+    pub fn visit(&self, mut f: impl FnMut(&str, &Znode)) {
+        let mut stack = vec![(ROOT, "/".to_owned())];
+        while let Some((id, p)) = stack.pop() {
+            let Some(n) = self.nodes.get(id) else { continue };
+            f(&p, n);
+            for (name, child) in &n.children {
+                stack.push((*child, path::join(&p, name)));
+            }
+        }
     }
 
     /// The node at an exact path; "" is the root as in ZooKeeper's node map, and any path
@@ -335,6 +380,12 @@ impl DataTree {
                 p.stat.pzxid = txn.zxid;
             }
         }
+        self.index(id, ephemeral_owner);
+        self.nodes.get(id).map(|n| n.wire_stat())
+    }
+
+    /// Registers a node in the container, TTL or ephemeral index its owner puts it in.
+    fn index(&mut self, id: NodeId, ephemeral_owner: i64) {
         if ephemeral_owner == owner::CONTAINER {
             self.containers.insert(id);
         } else if owner::ttl_of(ephemeral_owner).is_some() {
@@ -342,7 +393,6 @@ impl DataTree {
         } else if ephemeral_owner != 0 {
             self.ephemerals.entry(ephemeral_owner).or_default().insert(id);
         }
-        self.nodes.get(id).map(|n| n.wire_stat())
     }
 
     /// Removes a childless node. The parent's pzxid moves forward; its stored cversion does not

@@ -9,12 +9,21 @@ use zkr::config::Config;
 use zkr::proto::{ConnectRequest, ConnectResponse, OpCode, ReplyHeader, Request, Response};
 use zkr::server::Server;
 
+/// A fresh, empty directory for one test server.
+pub fn temp_dir() -> std::path::PathBuf {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let d = std::env::temp_dir().join(format!("zkr-test-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
 /// A config for tests: loopback, port 0, short ticks so expiry tests are quick.
 pub fn test_config() -> Config {
     Config {
         bind: "127.0.0.1".parse().unwrap(),
         port: 0,
-        data_dir: std::env::temp_dir().join(format!("zkr-test-{}", std::process::id())),
+        data_dir: temp_dir(),
         tick_time_ms: 100,
         min_session_timeout_ms: 200,
         max_session_timeout_ms: 10_000,

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The whole zkr test suite: Rust unit and integration tests (with the golden protocol fixtures),
+# then the interop suite, which runs the same scenarios with real ZooKeeper clients against
+# Debian's ZooKeeper and against zkr and compares what the clients see.
+# Installs what it needs itself (Debian packages); safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SUDO=""
+[ "$(id -u)" = 0 ] || SUDO="sudo"
+echo "== installing test dependencies (apt-get)"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq \
+  zookeeper zookeeper-bin libzookeeper-java python3-kazoo netcat-openbsd >/dev/null
+
+echo "== cargo build --release"
+cargo build --release --locked
+
+echo "== cargo test"
+cargo test --release --locked --all-targets 2>&1 | tee /tmp/zkr-cargo-test.log | grep -E '^(test result|running|failures:|---- )|panicked' || true
+if grep -qE '^test result: FAILED|error(\[E[0-9]+\])?:' /tmp/zkr-cargo-test.log; then
+  cat /tmp/zkr-cargo-test.log | tail -80
+  echo "cargo test failed"
+  exit 1
+fi
+
+echo "== interop suite (real clients, zkr vs Debian ZooKeeper)"
+ZKR_BIN="$PWD/target/release/zkr" bash tests/interop/run.sh

@@ -1,0 +1,96 @@
+//! Group commit: the thread that makes txns durable and only then releases what the core
+//! produced (replies and notifications) to the connections.
+//!
+//! The core hands over one `Batch` per turn: the log records it appended and every outbound
+//! message of that turn, in order. This thread takes all batches waiting, appends their
+//! records, calls fdatasync once for all of them, then delivers their messages in order. Nothing
+//! a client sees can depend on a txn that is not yet on disk, and concurrent writers share one
+//! fsync. Reads queued behind a pending write wait for it too, which keeps per-session FIFO.
+
+use super::core::Outbound;
+use crate::storage::wal::Wal;
+use crate::txn::Zxid;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender};
+use std::sync::Arc;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// Batches waiting for the committer before the core blocks (backpressure).
+const QUEUE: usize = 1024;
+
+/// One message for one connection.
+pub struct Delivery {
+    pub tx: mpsc::Sender<Outbound>,
+    pub cancel: CancellationToken,
+    pub msg: Outbound,
+}
+
+/// What one turn of the core produced.
+#[derive(Default)]
+pub struct Batch {
+    /// Framed log records (`wal::frame`), possibly empty.
+    pub records: Vec<u8>,
+    pub first_zxid: Zxid,
+    /// The zxid of the last record in `records` (0 if none).
+    pub last_zxid: Zxid,
+    pub out: Vec<Delivery>,
+}
+
+/// The highest zxid known to be on disk; snapshots wait for it so that a snapshot is never
+/// ahead of the log it will be combined with.
+pub type Durable = Arc<AtomicI64>;
+
+pub fn spawn(wal: Wal, durable: Durable) -> std::io::Result<(SyncSender<Batch>, std::thread::JoinHandle<()>)> {
+    let (tx, rx) = std::sync::mpsc::sync_channel(QUEUE);
+    let handle = std::thread::Builder::new().name("zkr-log".into()).spawn(move || run(wal, rx, durable))?;
+    Ok((tx, handle))
+}
+
+fn run(mut wal: Wal, rx: Receiver<Batch>, durable: Durable) {
+    while let Ok(first) = rx.recv() {
+        let mut batches = vec![first];
+        while let Ok(more) = rx.try_recv() {
+            batches.push(more);
+        }
+        let mut last = None;
+        for b in batches.iter().filter(|b| !b.records.is_empty()) {
+            if let Err(e) = wal.append(&b.records, b.first_zxid) {
+                fatal(e);
+            }
+            last = Some(b.last_zxid);
+        }
+        if let Some(z) = last {
+            if let Err(e) = wal.sync() {
+                fatal(e);
+            }
+            durable.store(z, Ordering::Release);
+        }
+        for b in batches {
+            for d in b.out {
+                deliver(d);
+            }
+        }
+    }
+    if let Err(e) = wal.sync() {
+        fatal(e);
+    }
+}
+
+/// A log that cannot be written cannot acknowledge anything: stop rather than lie.
+fn fatal(e: crate::storage::StorageError) -> ! {
+    tracing::error!("cannot write the transaction log, stopping: {e}");
+    eprintln!("zkr: cannot write the transaction log, stopping: {e}");
+    std::process::exit(70);
+}
+
+fn deliver(d: Delivery) {
+    match d.tx.try_send(d.msg) {
+        Ok(()) => {}
+        Err(mpsc::error::TrySendError::Full(_)) => {
+            tracing::warn!("outbound queue full: closing slow connection");
+            d.cancel.cancel();
+        }
+        Err(mpsc::error::TrySendError::Closed(_)) => {}
+    }
+}

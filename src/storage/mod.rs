@@ -1,0 +1,157 @@
+//! Durable state: the write-ahead log, snapshots, recovery, and the data directory layout.
+//!
+//! ```text
+//! <dataDir>/LOCK                 held (flock) while a server uses the directory
+//! <dataDir>/secret               32 random bytes; session passwords derive from it
+//! <dataDir>/snap/snapshot.<zxid> snapshots (see snapshot.rs)
+//! <dataLogDir or dataDir/wal>/log.<zxid>   log segments (see wal.rs)
+//! ```
+//! Recovery: newest valid snapshot, then every log record after it, in zxid order.
+
+pub mod record;
+pub mod snapshot;
+pub mod wal;
+
+use crate::config::Config;
+use crate::tree::DataTree;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+/// Why the data directory could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    #[error("{file}: {source}")]
+    Io { file: PathBuf, source: std::io::Error },
+    #[error("{file}: corrupt at offset {offset}: {reason}")]
+    Corrupt { file: PathBuf, offset: u64, reason: String },
+    #[error("{0} is in use by another zkr process")]
+    Locked(PathBuf),
+}
+
+impl StorageError {
+    pub fn io(file: &Path, source: std::io::Error) -> StorageError {
+        StorageError::Io { file: file.to_owned(), source }
+    }
+}
+
+/// Where things live.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    pub data_dir: PathBuf,
+    pub snap_dir: PathBuf,
+    pub log_dir: PathBuf,
+}
+
+impl Layout {
+    pub fn new(cfg: &Config) -> Layout {
+        Layout {
+            data_dir: cfg.data_dir.clone(),
+            snap_dir: cfg.data_dir.join("snap"),
+            log_dir: cfg.data_log_dir.clone().unwrap_or_else(|| cfg.data_dir.join("wal")),
+        }
+    }
+}
+
+/// What recovery hands to the server.
+pub struct Recovered {
+    pub tree: DataTree,
+    pub secret: [u8; 32],
+    pub tail: Option<(PathBuf, u64)>,
+    /// Held for the life of the server.
+    pub lock: File,
+    /// Txns replayed from the log (for the startup log line).
+    pub replayed: usize,
+}
+
+fn lock(dir: &Path) -> Result<File, StorageError> {
+    let path = dir.join("LOCK");
+    let f =
+        File::options().create(true).truncate(false).write(true).open(&path).map_err(|e| StorageError::io(&path, e))?;
+    match f.try_lock() {
+        Ok(()) => Ok(f),
+        Err(std::fs::TryLockError::WouldBlock) => Err(StorageError::Locked(dir.to_owned())),
+        Err(std::fs::TryLockError::Error(e)) => Err(StorageError::io(&path, e)),
+    }
+}
+
+fn secret(dir: &Path) -> Result<[u8; 32], StorageError> {
+    let path = dir.join("secret");
+    let mut s = [0u8; 32];
+    match File::open(&path) {
+        Ok(mut f) => {
+            f.read_exact(&mut s).map_err(|e| StorageError::io(&path, e))?;
+            Ok(s)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            s = rand::random();
+            let tmp = path.with_extension("tmp");
+            let mut f = File::create(&tmp).map_err(|e| StorageError::io(&tmp, e))?;
+            f.write_all(&s).and_then(|_| f.sync_all()).map_err(|e| StorageError::io(&tmp, e))?;
+            std::fs::rename(&tmp, &path).map_err(|e| StorageError::io(&path, e))?;
+            Ok(s)
+        }
+        Err(e) => Err(StorageError::io(&path, e)),
+    }
+}
+
+/// Opens the data directory and rebuilds the state it holds.
+pub fn recover(cfg: &Config) -> Result<Recovered, StorageError> {
+    let layout = Layout::new(cfg);
+    for d in [&layout.data_dir, &layout.snap_dir, &layout.log_dir] {
+        std::fs::create_dir_all(d).map_err(|e| StorageError::io(d, e))?;
+    }
+    let lock = lock(&layout.data_dir)?;
+    let secret = secret(&layout.data_dir)?;
+    let mut tree = None;
+    for (_, path) in snapshot::list(&layout.snap_dir)? {
+        match snapshot::read(&path) {
+            Ok(t) => {
+                tree = Some(t);
+                break;
+            }
+            Err(e) if cfg.recover_older_snapshot => {
+                tracing::warn!("{e}; falling back to an older snapshot (--recover-older-snapshot)");
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    let mut tree = tree.unwrap_or_default();
+    let start = tree.last_zxid();
+    let replay = wal::replay(&layout.log_dir, start)?;
+    if let Some(first) = replay.txns.first() {
+        if first.zxid != start + 1 {
+            return Err(StorageError::Corrupt {
+                file: layout.log_dir.clone(),
+                offset: 0,
+                reason: format!("log resumes at zxid 0x{:x} but the snapshot ends at 0x{start:x}", first.zxid),
+            });
+        }
+    }
+    let mut changes = Vec::new();
+    for txn in &replay.txns {
+        changes.clear();
+        tree.apply(txn, &mut changes);
+    }
+    Ok(Recovered { tree, secret, tail: replay.tail, lock, replayed: replay.txns.len() })
+}
+
+/// Deletes all but the newest `keep` snapshots and the log segments only they needed.
+pub fn purge(layout: &Layout, keep: usize) -> Result<(), StorageError> {
+    let snaps = snapshot::list(&layout.snap_dir)?;
+    if snaps.len() <= keep.max(1) {
+        return Ok(());
+    }
+    for (_, path) in &snaps[keep.max(1)..] {
+        std::fs::remove_file(path).map_err(|e| StorageError::io(path, e))?;
+    }
+    let oldest_kept = snaps[keep.max(1) - 1].0;
+    let segs = wal::segments(&layout.log_dir)?;
+    for pair in segs.windows(2) {
+        // A segment is needed while the next one starts after the oldest kept snapshot.
+        if pair[1].0 <= oldest_kept + 1 {
+            std::fs::remove_file(&pair[0].1).map_err(|e| StorageError::io(&pair[0].1, e))?;
+        }
+    }
+    Ok(())
+}

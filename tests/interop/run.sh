@@ -19,7 +19,11 @@ REPO="$(cd "$HERE/../.." && pwd)"
 WORK="$HERE/.work"
 PY=/usr/bin/python3
 ZK_BIN_DIR=/usr/share/zookeeper/bin
-SCENARIO_TIMEOUT=${INTEROP_SCENARIO_TIMEOUT:-180}
+# each scenario program gives up by itself after INTEROP_WATCHDOG_SECS (75)
+SCENARIO_TIMEOUT=${INTEROP_SCENARIO_TIMEOUT:-110}
+# a hung server must not keep CI busy for long: once the budget is spent the
+# remaining scenarios are reported as FAIL without running them
+BUDGET_SECS=${INTEROP_BUDGET_SECS:-900}
 JARS="zookeeper zookeeper-jute slf4j-api slf4j-nop netty-all commons-io"
 CP=""
 for j in $JARS; do CP="$CP${CP:+:}/usr/share/java/$j.jar"; done
@@ -76,16 +80,21 @@ ensure_deps
 [ -x "$ZK_BIN_DIR/zkServer.sh" ] || die "$ZK_BIN_DIR/zkServer.sh not found"
 for j in $JARS; do [ -f "/usr/share/java/$j.jar" ] || die "/usr/share/java/$j.jar not found"; done
 
-mkdir -p "$WORK/java" "$WORK/out"
+mkdir -p "$WORK/runs"
 
 # ---------------------------------------------------------------- Java client build
+# compiled into a directory named after the source hash, so that concurrent runs
+# (and edits) never see a half-written build
 
-if [ ! -f "$WORK/java/Interop.class" ] || [ "$HERE/java/Interop.java" -nt "$WORK/java/Interop.class" ]; then
-    rm -rf "$WORK/java" && mkdir -p "$WORK/java"
-    javac -nowarn -encoding UTF-8 -d "$WORK/java" -cp "$CP" "$HERE/java/Interop.java" >"$WORK/javac.log" 2>&1 ||
-        { cat "$WORK/javac.log" >&2; die "javac failed"; }
+JHASH=$(cat "$HERE/java/Interop.java" | sha1sum | cut -c1-12)
+JDIR="$WORK/java-$JHASH"
+if [ ! -f "$JDIR/Interop.class" ]; then
+    tmp=$(mktemp -d "$WORK/java-build.XXXXXX")
+    javac -nowarn -encoding UTF-8 -d "$tmp" -cp "$CP" "$HERE/java/Interop.java" >"$tmp/javac.log" 2>&1 ||
+        { cat "$tmp/javac.log" >&2; rm -rf "$tmp"; die "javac failed"; }
+    mv -T "$tmp" "$JDIR" 2>/dev/null || rm -rf "$tmp"
 fi
-JAVA_CP="$WORK/java:$CP"
+JAVA_CP="$JDIR:$CP"
 
 # ---------------------------------------------------------------- scenario list
 
@@ -109,6 +118,19 @@ if [ "$LIST_ONLY" -eq 1 ]; then
     exit 0
 fi
 [ "${#SELECTED[@]}" -gt 0 ] || die "no scenario matches: ${FILTERS[*]} (see --list)"
+
+# ---------------------------------------------------------------- run directory
+# everything a run writes (server dirs, transcripts) lives in its own directory;
+# $WORK/last points at the latest one
+
+old_runs=$(ls -1d "$WORK"/runs/*.* 2>/dev/null | sort | head -n -3)
+for d in $old_runs; do
+    kill -0 "${d##*.}" 2>/dev/null || rm -rf "$d"
+done
+find "$WORK" -maxdepth 1 -name 'java-*' ! -name "java-$JHASH" -mmin +60 -exec rm -rf {} + 2>/dev/null
+RUN_DIR="$WORK/runs/$(date +%Y%m%d-%H%M%S).$$"
+mkdir -p "$RUN_DIR/out"
+ln -sfn "$RUN_DIR" "$WORK/last"
 
 # ---------------------------------------------------------------- ports
 
@@ -173,8 +195,8 @@ EOF
 ruok() { [ "$(echo ruok | nc -q1 -w2 127.0.0.1 "$1" 2>/dev/null)" = "imok" ]; }
 
 start_zookeeper() {  # name port
-    local d="$WORK/$1"
-    rm -rf "$d" && mkdir -p "$d/data"
+    local d="$RUN_DIR/$1"
+    mkdir -p "$d/data"
     write_cfg "$d" "$2"
     # zkServer.sh start-foreground (backgrounded here) execs the JVM, so $! is
     # the server pid and its output lands in our directory; Debian's zkEnv.sh
@@ -195,8 +217,8 @@ start_zookeeper() {  # name port
 }
 
 start_zkr() {  # port
-    local d="$WORK/zkr"
-    rm -rf "$d" && mkdir -p "$d/data"
+    local d="$RUN_DIR/zkr"
+    mkdir -p "$d/data"
     write_cfg "$d" "$1"
     ZKR_LOG="$d/zkr.log"
     "$ZKR_BIN" serve --config "$d/zoo.cfg" --data-dir "$d/data" --container-check-interval-ms 1000 \
@@ -221,7 +243,7 @@ if [ "${INTEROP_BOTH_ZK:-0}" = "1" ]; then
     say "INTEROP_BOTH_ZK=1: the 'zkr' side is a second ZooKeeper on 127.0.0.1:$ZKR_PORT"
     start_zookeeper zookeeper2 "$ZKR_PORT"
     ZKR_PID=$LAST_PID
-    ZKR_LOG="$WORK/zookeeper2/server.log"
+    ZKR_LOG="$RUN_DIR/zookeeper2/server.log"
     ZKR_ADDR_USED="127.0.0.1:$ZKR_PORT"
 elif [ -n "${ZKR_ADDR:-}" ]; then
     say "using running zkr at $ZKR_ADDR"
@@ -242,8 +264,8 @@ fi
 
 # leftovers from earlier runs only matter on a reused server, but are cheap to remove
 for addr in "$REF_ADDR" "$ZKR_ADDR_USED"; do
-    timeout 60 "$PY" "$HERE/kazoo/scenarios.py" --cleanup "$addr" >/dev/null 2>"$WORK/cleanup.err" ||
-        say "warning: cleanup of $addr failed: $(tail -n 1 "$WORK/cleanup.err")"
+    timeout 60 "$PY" "$HERE/kazoo/scenarios.py" --cleanup "$addr" >/dev/null 2>"$RUN_DIR/cleanup.err" ||
+        say "warning: cleanup of $addr failed: $(tail -n 1 "$RUN_DIR/cleanup.err")"
 done
 
 # ---------------------------------------------------------------- running scenarios
@@ -269,13 +291,18 @@ PASSED=0
 FAILED=0
 FAILED_NAMES=()
 for sc in "${SELECTED[@]}"; do
-    base="$WORK/out/${sc//\//.}"
+    base="$RUN_DIR/out/${sc//\//.}"
     rm -f "$base".*
     fmt=json
     [ "${sc%%/*}" = zkcli ] && fmt=zkcli
     s0=$(date +%s%N)
     if [ -n "$ZKR_PID" ] && ! kill -0 "$ZKR_PID" 2>/dev/null; then
         echo "FAIL $sc: zkr is not running any more"
+        FAILED=$((FAILED + 1)); FAILED_NAMES+=("$sc")
+        continue
+    fi
+    if [ $(( $(date +%s) - T0 )) -gt "$BUDGET_SECS" ]; then
+        echo "FAIL $sc: not run, the time budget (INTEROP_BUDGET_SECS=$BUDGET_SECS) is used up"
         FAILED=$((FAILED + 1)); FAILED_NAMES+=("$sc")
         continue
     fi
@@ -291,7 +318,8 @@ for sc in "${SELECTED[@]}"; do
         FAILED=$((FAILED + 1)); FAILED_NAMES+=("$sc")
         continue
     fi
-    "$PY" "$HERE/lib/compare.py" --format "$fmt" "$base.zookeeper.txt" "$base.zkr.txt" >"$base.diff" 2>&1
+    "$PY" "$HERE/lib/compare.py" --format "$fmt" --scenario "$sc" --known "$HERE/known-differences.json" \
+        "$base.zookeeper.txt" "$base.zkr.txt" >"$base.diff" 2>&1
     cmp_rc=$?
     if [ "$zkr_rc" -ne 0 ]; then
         echo "FAIL $sc: client error against zkr (exit $zkr_rc) [$took]"
@@ -309,12 +337,13 @@ for sc in "${SELECTED[@]}"; do
 done
 
 if [ "$FAILED" -gt 0 ]; then
-    say "transcripts and client stderr are in $WORK/out/ (<scenario>.{zookeeper,zkr}.{txt,err,diff})"
+    say "transcripts and client stderr are in $RUN_DIR/out/ (<scenario>.{zookeeper,zkr}.{txt,err,diff})"
     if [ -n "$ZKR_LOG" ] && [ -f "$ZKR_LOG" ]; then
         say "last lines of the zkr-side server log ($ZKR_LOG):"
-        tail -n 30 "$ZKR_LOG" | indent >&2
+        tail -n 30 "$ZKR_LOG" | sed "s/\x1b\[[0-9;]*m//g" | indent >&2
     fi
 fi
+[ "$FAILED" -gt 0 ] && say "failed: ${FAILED_NAMES[*]}"
 say "total time $(( $(date +%s) - T0 ))s"
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]

@@ -712,22 +712,6 @@ public class Scenarios {
                 zk.close();
             });
 
-        def("reattach-badpw",
-            "re-attach with a wrong password. Connection 1: new session (stays open). Connection 2:"
-            + " ConnectRequest with connection 1's session id but a different password -> ConnectResponse"
-            + " with timeOut 0 and sessionId 0 (session expired/invalid), then the server closes the socket."
-            + " Connection 1 then does closeSession.",
-            () -> {
-                ZooKeeper zk = connect();
-                byte[] bad = zk.getSessionPasswd().clone();
-                for (int i = 0; i < bad.length; i++) bad[i] ^= (byte) 0x5a;
-                Events ev2 = new Events();
-                ZooKeeper zk2 = new ZooKeeper(proxy(), 30000, ev2, zk.getSessionId(), bad);
-                ev2.awaitState(KeeperState.Expired);
-                zk2.close();
-                zk.close();
-            });
-
         def("reconfig",
             "reconfig (op 16) via ZooKeeperAdmin against a standalone server (reconfigEnabled=false) ->"
             + " ReconfigDisabled (-123).",

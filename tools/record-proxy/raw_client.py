@@ -9,6 +9,9 @@ Scenarios:
   check-standalone  standalone check (op 13) outside of a multi; the 3.8 Java
                     client only has Op.check inside multi.
   unknown-opcode    a request with an opcode the server does not know.
+  reattach-badpw    two raw connections: session + re-attach with a wrong
+                    password (the Java client would auto-reconnect and make
+                    the recording timing dependent).
 """
 
 import socket
@@ -16,6 +19,7 @@ import struct
 import sys
 
 HOST = "127.0.0.1"
+PROXY_PORT = None
 
 
 # ---- jute encoding (big endian; buffer/string = int length + bytes, -1 = null)
@@ -66,12 +70,15 @@ class Raw:
         (n,) = struct.unpack(">i", self.read_exact(4))
         return self.read_exact(n)
 
-    def connect(self, timeout=30000):
-        self.send_frame(jint(0) + jlong(0) + jint(timeout) + jlong(0)
-                        + jbuf(bytes(16)) + jbool(False))
+    def connect(self, timeout=30000, session_id=0, passwd=bytes(16)):
+        """Sends a ConnectRequest; returns (timeout, session id, password)."""
+        self.send_frame(jint(0) + jlong(0) + jint(timeout) + jlong(session_id)
+                        + jbuf(passwd) + jbool(False))
         resp = self.read_frame()
         proto, to, sid = struct.unpack_from(">iiq", resp, 0)
+        (plen,) = struct.unpack_from(">i", resp, 16)
         print("[raw] connected session 0x%x timeout %d" % (sid, to), file=sys.stderr)
+        return to, sid, resp[20:20 + plen]
 
     def request(self, op, body=b"", timeout=5):
         """Sends one request and returns (err, reply body) of the matching reply,
@@ -117,7 +124,19 @@ def ctl(port, cmd):
     return reply
 
 
+def reattach_badpw(c, proxy_port):
+    _, sid, pw = c.connect()
+    other = Raw(proxy_port)
+    bad = bytes(b ^ 0x5a for b in pw)
+    other.connect(session_id=sid, passwd=bad)   # -> timeOut 0, sessionId 0
+    other.wait_eof()                            # server hangs up on connection 2
+    other.s.close()
+    c.wait_eof()                                # ... and has closed connection 1 too
+    c.s.close()
+
+
 def check_standalone(c):
+    c.connect()
     # ZooKeeper 3.8 sends no reply at all for a *successful* standalone
     # check, so those requests only wait 2 s before moving on.
     c.request(1, jstr("/chk") + jbuf(b"v") + jacl_world_all() + jint(0))   # create /chk
@@ -130,6 +149,7 @@ def check_standalone(c):
 
 
 def unknown_opcode(c):
+    c.connect()
     c.request(3, jstr("/") + jbool(False))     # exists / (a normal request first)
     c.request(77, jstr("/"))                   # opcode 77 is not defined
     if c.wait_eof():                           # 3.8 answers -6, then hangs up
@@ -149,6 +169,14 @@ SCENARIOS = {
         " request still uses up a zxid, see the zxids of the following replies); only failed checks"
         " get an error reply.",
         check_standalone),
+    "reattach-badpw": (
+        "re-attach with a wrong password, hand-rolled client (tools/record-proxy/raw_client.py) so"
+        " that nothing reconnects automatically. Connection 1: new session, stays open and idle."
+        " Connection 2: ConnectRequest with connection 1's session id and a wrong password ->"
+        " ConnectResponse with timeOut 0, sessionId 0 and an all-zero password, then the server closes"
+        " connection 2. The server ALSO closes connection 1: a ConnectRequest naming a live session"
+        " disconnects that session's current connection before the password is checked.",
+        lambda c: reattach_badpw(c, PROXY_PORT)),
     "unknown-opcode": (
         "a request with the undefined opcode 77 (body: a path string) sent by a hand-rolled client"
         " (tools/record-proxy/raw_client.py), preceded by exists / (op 3). ZooKeeper 3.8 replies with"
@@ -165,11 +193,11 @@ def main():
     if len(sys.argv) != 4:
         sys.exit(__doc__)
     proxy_port, control_port, name = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    global PROXY_PORT
+    PROXY_PORT = proxy_port
     desc, fn = SCENARIOS[name]
     ctl(control_port, "label %s %s" % (name, desc))
-    c = Raw(proxy_port)
-    c.connect()
-    fn(c)
+    fn(Raw(proxy_port))
     ctl(control_port, "wait 15")
     ctl(control_port, "label unnamed")
 

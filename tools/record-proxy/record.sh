@@ -65,7 +65,9 @@ EOF
     ZOOCFGDIR="$ZKDIR" ZOO_LOG_DIR="$ZKDIR" ZOOPIDFILE="$ZKDIR/pid" \
         "$ZKSERVER" start "$ZKDIR/zoo.cfg" >"$ZKDIR/start.log" 2>&1 || { cat "$ZKDIR/start.log" >&2; return 1; }
     for _ in $(seq 100); do
-        if [ "$(echo ruok | nc -q1 127.0.0.1 "$ZK_PORT" 2>/dev/null)" = imok ]; then return 0; fi
+        # timeout: a 4lw connection accepted while the server is still starting
+        # can stay unanswered, and nc -q1 then waits forever
+        if [ "$(echo ruok | timeout 2 nc -q1 127.0.0.1 "$ZK_PORT" 2>/dev/null)" = imok ]; then return 0; fi
         sleep 0.1
     done
     log "ZooKeeper did not come up"; return 1
@@ -93,10 +95,10 @@ for kind in java raw; do
         log "scenario $name"
         zk_start "$name"
         if [ $kind = java ]; then
-            java -cp "$RUNCP" Scenarios "$PROXY_PORT" "$ZK_PORT" "$CTL_PORT" "$name" 2>"$WORK/$name.log" \
+            timeout 120 java -cp "$RUNCP" Scenarios "$PROXY_PORT" "$ZK_PORT" "$CTL_PORT" "$name" 2>"$WORK/$name.log" \
                 || { cat "$WORK/$name.log" >&2; log "scenario $name FAILED"; exit 1; }
         else
-            python3 "$HERE/raw_client.py" "$PROXY_PORT" "$CTL_PORT" "$name" 2>"$WORK/$name.log" \
+            timeout 120 python3 "$HERE/raw_client.py" "$PROXY_PORT" "$CTL_PORT" "$name" 2>"$WORK/$name.log" \
                 || { cat "$WORK/$name.log" >&2; log "scenario $name FAILED"; exit 1; }
         fi
         zk_stop

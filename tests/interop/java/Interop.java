@@ -1025,6 +1025,24 @@ public class Interop {
     static final String[] NAMES = {"crud", "watches", "setwatches", "persistent_watches", "remove_watches",
         "multi", "info", "containers_ttl"};
 
+    /** If a server stops answering, print where the scenario hangs and give up. */
+    static void startWatchdog(final Thread main) {
+        final long secs = Long.parseLong(System.getenv().getOrDefault("INTEROP_WATCHDOG_SECS", "75"));
+        Thread t = new Thread(() -> {
+            try {
+                Thread.sleep(secs * 1000);
+            } catch (InterruptedException e) {
+                return;
+            }
+            System.err.println("watchdog: scenario still running after " + secs + "s; main thread:");
+            for (StackTraceElement el : main.getStackTrace()) System.err.println("    at " + el);
+            System.out.flush();
+            System.exit(3);
+        }, "watchdog");
+        t.setDaemon(true);
+        t.start();
+    }
+
     public static void main(String[] args) throws Exception {
         if (args.length >= 1 && args[0].equals("--list")) {
             for (String n : NAMES) System.out.println(n);
@@ -1036,6 +1054,7 @@ public class Interop {
         }
         ADDR = args[1];
         PROXY_PORT = args.length > 2 ? Integer.parseInt(args[2]) : 0;
+        startWatchdog(Thread.currentThread());
         int rc = 0;
         try {
             switch (args[0]) {

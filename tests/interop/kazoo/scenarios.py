@@ -17,6 +17,7 @@ the scenario itself breaks (an unexpected exception, a timeout while
 connecting...).  Expected ZooKeeper errors are part of the transcript.
 """
 
+import faulthandler
 import hashlib
 import json
 import os
@@ -930,6 +931,9 @@ def main():
         return 2
     name, addr = sys.argv[1], sys.argv[2]
     proxy_port = sys.argv[3] if len(sys.argv) > 3 else "0"
+    # kazoo's blocking calls have no timeout: if a server stops answering,
+    # dump every thread's stack and give up instead of hanging
+    faulthandler.dump_traceback_later(float(os.environ.get("INTEROP_WATCHDOG_SECS", "75")), exit=True)
     SCENARIOS[name](addr, proxy_port)
     return 0
 

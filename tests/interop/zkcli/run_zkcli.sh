@@ -7,7 +7,7 @@ set -u
 script=$1
 server=$2
 zkcli=${ZKCLI:-/usr/share/zookeeper/bin/zkCli.sh}
-grep -v '^#' "$script" | timeout 120 "$zkcli" -server "$server" 2>&1
+grep -v '^#' "$script" | timeout "${INTEROP_WATCHDOG_SECS:-75}" "$zkcli" -server "$server" 2>&1
 rc=${PIPESTATUS[1]}
 echo "--- exit $rc"
 [ "$rc" -eq 124 ] && exit 1

@@ -98,6 +98,18 @@ pub fn ustring(i: &[u8]) -> JResult<'_, String> {
     }
 }
 
+/// jute ustring where null must stay distinct from empty (for byte-exact re-encoding).
+pub fn ustring_opt(i: &[u8]) -> JResult<'_, Option<String>> {
+    let (i, b) = raw(i)?;
+    match b {
+        None => Ok((i, None)),
+        Some(b) => match std::str::from_utf8(b) {
+            Ok(s) => Ok((i, Some(s.to_owned()))),
+            Err(_) => fail(DecodeError::BadUtf8),
+        },
+    }
+}
+
 /// jute vector; a null vector reads as empty.
 pub fn vector<'a, T, F>(mut elem: F) -> impl FnMut(&'a [u8]) -> JResult<'a, Vec<T>>
 where
@@ -140,6 +152,12 @@ pub trait JuteWrite: BufMut {
     fn put_ustring(&mut self, s: &str) {
         self.put_i32(s.len() as i32);
         self.put_slice(s.as_bytes());
+    }
+    fn put_ustring_opt(&mut self, s: Option<&str>) {
+        match s {
+            None => self.put_i32(-1),
+            Some(s) => self.put_ustring(s),
+        }
     }
     fn put_buffer(&mut self, b: Option<&[u8]>) {
         match b {

@@ -90,10 +90,11 @@ pub enum RequestBody {
         version: i32,
     },
     Multi(Vec<MultiOp>),
+    /// Null strings (the Java client's default) stay null.
     Reconfig {
-        joining: String,
-        leaving: String,
-        new_members: String,
+        joining: Option<String>,
+        leaving: Option<String>,
+        new_members: Option<String>,
         cur_config_id: i64,
     },
     /// checkWatches / removeWatches.
@@ -271,9 +272,9 @@ fn body(op: OpCode, i: &[u8]) -> Result<RequestBody, DecodeError> {
         }
         OpCode::Multi | OpCode::MultiRead => B::Multi(jute::parse_all(i, multi_ops)?),
         OpCode::Reconfig => jute::parse_all(i, |i| {
-            let (i, joining) = jute::ustring(i)?;
-            let (i, leaving) = jute::ustring(i)?;
-            let (i, new_members) = jute::ustring(i)?;
+            let (i, joining) = jute::ustring_opt(i)?;
+            let (i, leaving) = jute::ustring_opt(i)?;
+            let (i, new_members) = jute::ustring_opt(i)?;
             let (i, cur_config_id) = jute::long(i)?;
             Ok((i, B::Reconfig { joining, leaving, new_members, cur_config_id }))
         })?,
@@ -408,9 +409,9 @@ fn write_body(body: &RequestBody, op: OpCode, b: &mut impl BufMut) {
             b.put_i32(-1);
         }
         B::Reconfig { joining, leaving, new_members, cur_config_id } => {
-            b.put_ustring(joining);
-            b.put_ustring(leaving);
-            b.put_ustring(new_members);
+            b.put_ustring_opt(joining.as_deref());
+            b.put_ustring_opt(leaving.as_deref());
+            b.put_ustring_opt(new_members.as_deref());
             b.put_i64(*cur_config_id);
         }
         B::Watches { path, watcher_type } => {

@@ -244,12 +244,10 @@ impl Core {
             CoreMsg::Connect { conn, req } => self.connect(conn, req),
             CoreMsg::Request { conn, req } => self.request(conn, req),
             CoreMsg::UnknownOp { conn, xid } => {
-                // UnimplementedRequestProcessor: reply Unimplemented, then close the connection.
-                let zxid = self.tree.last_zxid();
-                self.send(
-                    conn,
-                    Outbound::Reply(ReplyHeader { xid, zxid, err: ErrorCode::Unimplemented.code() }, Response::Empty),
-                );
+                // UnimplementedRequestProcessor: reply Unimplemented with the request's unset zxid
+                // (-1), then close the connection.
+                let header = ReplyHeader { xid, zxid: -1, err: ErrorCode::Unimplemented.code() };
+                self.send(conn, Outbound::Reply(header, Response::Empty));
                 self.close_conn(conn);
             }
             CoreMsg::Disconnected { conn } => self.drop_conn(conn),

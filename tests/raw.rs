@@ -229,9 +229,9 @@ async fn small_replies_have_zookeeper_layouts() {
         4,
         OpCode::Reconfig,
         RequestBody::Reconfig {
-            joining: String::new(),
-            leaving: String::new(),
-            new_members: String::new(),
+            joining: None,
+            leaving: None,
+            new_members: None,
             cur_config_id: -1,
         },
     );

@@ -53,9 +53,8 @@ fn fixtures() -> Vec<Fixture> {
 /// A server frame decoded with the op of the request it answers.
 #[derive(Debug, PartialEq)]
 enum Reply {
-    Connect { timeout: i32, password_len: usize },
     Event { event: WatcherEvent },
-    Reply { header: ReplyHeader, body: Response },
+    Answer { header: ReplyHeader, body: Response },
 }
 
 fn decode_reply(bytes: &[u8], ops: &HashMap<i32, OpCode>) -> Reply {
@@ -69,7 +68,7 @@ fn decode_reply(bytes: &[u8], ops: &HashMap<i32, OpCode>) -> Reply {
         x => ops.get(&x).copied().unwrap_or(OpCode::Ping),
     };
     let body = Response::parse(op, header.err, rest).unwrap_or_else(|e| panic!("{op:?} reply: {e}"));
-    Reply::Reply { header, body }
+    Reply::Answer { header, body }
 }
 
 fn write_reply(header: &ReplyHeader, body: &Response) -> Vec<u8> {
@@ -119,10 +118,9 @@ fn every_recorded_frame_round_trips_byte_for_byte() {
                         event.write(&mut b);
                         assert_eq!(&b, bytes, "{}: notification", f.name);
                     }
-                    Reply::Reply { header, body } => {
+                    Reply::Answer { header, body } => {
                         assert_eq!(&write_reply(&header, &body), bytes, "{}: reply {:?}", f.name, header)
                     }
-                    Reply::Connect { .. } => unreachable!(),
                 }
             }
             checked += 1;
@@ -157,8 +155,7 @@ fn normalise(r: Reply) -> Reply {
     use zkr::proto::MultiResult as M;
     match r {
         Reply::Event { event } => Reply::Event { event },
-        Reply::Connect { .. } => r,
-        Reply::Reply { header, mut body } => {
+        Reply::Answer { header, mut body } => {
             match &mut body {
                 Response::Create2 { stat, .. }
                 | Response::Stat(stat)
@@ -182,7 +179,7 @@ fn normalise(r: Reply) -> Reply {
                 }
                 _ => {}
             }
-            Reply::Reply { header, body }
+            Reply::Answer { header, body }
         }
     }
 }
@@ -231,7 +228,8 @@ async fn replies_match_zookeeper_when_replayed_against_zkr() {
                     let (mut w, mut g) = (normalise(decode_reply(want, &ops)), normalise(decode_reply(&got, &ops)));
                     // ZooKeeper 3.9 puts the change's zxid in a notification header; 3.8 sends -1.
                     if let (Reply::Event { .. }, Reply::Event { .. }) = (&w, &g) {
-                    } else if let (Reply::Reply { header: hw, .. }, Reply::Reply { header: hg, .. }) = (&mut w, &mut g)
+                    } else if let (Reply::Answer { header: hw, .. }, Reply::Answer { header: hg, .. }) =
+                        (&mut w, &mut g)
                     {
                         assert_eq!(hw.zxid, hg.zxid, "{}: frame {i}: zxid of {:?}", f.name, hw);
                     }

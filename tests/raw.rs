@@ -228,12 +228,7 @@ async fn small_replies_have_zookeeper_layouts() {
     let reconfig = req(
         4,
         OpCode::Reconfig,
-        RequestBody::Reconfig {
-            joining: None,
-            leaving: None,
-            new_members: None,
-            cur_config_id: -1,
-        },
+        RequestBody::Reconfig { joining: None, leaving: None, new_members: None, cur_config_id: -1 },
     );
     assert_eq!(r.call(&reconfig).await.0.err, ErrorCode::ReconfigDisabled.code());
     let sync = req(5, OpCode::Sync, RequestBody::Path { path: "/zookeeper".into() });

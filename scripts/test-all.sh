@@ -17,12 +17,15 @@ echo "== cargo build --release"
 cargo build --release --locked
 
 echo "== cargo test"
-cargo test --release --locked --all-targets 2>&1 | tee /tmp/zkr-cargo-test.log | grep -E '^(test result|running|failures:|---- )|panicked' || true
+cargo test --release --locked --lib --bins --tests 2>&1 | tee /tmp/zkr-cargo-test.log | grep -E '^(test result|running|failures:|---- )|panicked' || true
 if grep -qE '^test result: FAILED|error(\[E[0-9]+\])?:' /tmp/zkr-cargo-test.log; then
   cat /tmp/zkr-cargo-test.log | tail -80
   echo "cargo test failed"
   exit 1
 fi
+
+echo "== cargo bench --no-run (micro-benchmarks compile)"
+cargo bench --locked --no-run 2>&1 | tail -n 2
 
 echo "== interop suite (real clients, zkr vs Debian ZooKeeper)"
 ZKR_BIN="$PWD/target/release/zkr" bash tests/interop/run.sh

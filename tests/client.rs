@@ -238,3 +238,28 @@ async fn system_nodes_exist() {
     assert_eq!(c.count_descendants_number("/").await.unwrap(), 3);
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn super_digest_and_ip_acls() {
+    let cfg = zkr::config::Config { super_digest: zkr::tree::acl::digest("super:letmein"), ..common::test_config() };
+    let (server, addr) = common::start_with(cfg).await;
+    let alice = zk::Client::connector().auth("digest".to_string(), b"alice:pw".to_vec()).connect(&addr).await.unwrap();
+    let creator = zk::CreateMode::Persistent.with_acls(zk::Acls::creator_all());
+    alice.create("/locked", b"x", &creator).await.unwrap();
+    let root =
+        zk::Client::connector().auth("digest".to_string(), b"super:letmein".to_vec()).connect(&addr).await.unwrap();
+    assert_eq!(root.get_data("/locked").await.unwrap().0, b"x", "super reads anything");
+    let wrong =
+        zk::Client::connector().auth("digest".to_string(), b"super:guess".to_vec()).connect(&addr).await.unwrap();
+    assert_eq!(wrong.get_data("/locked").await.unwrap_err(), zk::Error::NoAuth);
+
+    let local = [zk::Acl::new(zk::Permission::READ, zk::AuthId::new("ip", "127.0.0.0/8"))];
+    let remote = [zk::Acl::new(zk::Permission::READ, zk::AuthId::new("ip", "10.0.0.0/8"))];
+    let anyone = client(&addr).await;
+    anyone.create("/local", b"", &zk::CreateMode::Persistent.with_acls(zk::Acls::new(&local))).await.unwrap();
+    anyone.create("/remote", b"", &zk::CreateMode::Persistent.with_acls(zk::Acls::new(&remote))).await.unwrap();
+    assert!(anyone.get_data("/local").await.is_ok(), "127.0.0.1 is inside 127.0.0.0/8");
+    assert_eq!(anyone.get_data("/remote").await.unwrap_err(), zk::Error::NoAuth);
+    assert_eq!(anyone.set_data("/local", b"w", None).await.unwrap_err(), zk::Error::NoAuth, "READ only");
+    server.shutdown().await;
+}

@@ -15,6 +15,7 @@
 
 pub mod codec;
 pub mod config;
+pub mod import;
 pub mod proto;
 pub mod server;
 pub mod session;

@@ -14,6 +14,18 @@ struct Cli {
 enum Command {
     /// Serve ZooKeeper clients (default: 0.0.0.0:2181, data in ./zkr-data).
     Serve(ServeArgs),
+    /// Convert a ZooKeeper data directory (snapshots + transaction logs) into a zkr data directory.
+    ImportZookeeper {
+        /// ZooKeeper's dataDir (the one holding version-2/).
+        #[arg(long)]
+        zk_data_dir: std::path::PathBuf,
+        /// ZooKeeper's dataLogDir, if its logs are kept apart from dataDir.
+        #[arg(long)]
+        zk_data_log_dir: Option<std::path::PathBuf>,
+        /// The zkr data directory to create (must be empty).
+        #[arg(long)]
+        data_dir: std::path::PathBuf,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
@@ -27,6 +39,27 @@ fn main() -> anyhow::Result<()> {
         .init();
     let cli = Cli::parse();
     match cli.command {
+        Command::ImportZookeeper { zk_data_dir, zk_data_log_dir, data_dir } => {
+            match zkr::import::import(&zk_data_dir, zk_data_log_dir.as_deref(), &data_dir) {
+                Ok(i) => {
+                    println!(
+                        "imported zxid 0x{:x}: {} znodes, {} sessions (snapshot {}, {} txns from {} log files) into {}",
+                        i.zxid,
+                        i.znodes,
+                        i.sessions,
+                        i.snapshot.map_or("none".to_string(), |p| p.display().to_string()),
+                        i.txns,
+                        i.logs,
+                        i.written.display()
+                    );
+                    Ok(())
+                }
+                Err(e) => {
+                    eprintln!("zkr: import failed: {e}");
+                    std::process::exit(1);
+                }
+            }
+        }
         Command::Serve(args) => {
             let cfg = match Config::from_args(&args) {
                 Ok(c) => c,

@@ -358,6 +358,14 @@ impl DataTree {
         let parent = self.lookup(path::parent(path))?;
         let name = path::name(path);
         if self.nodes.get(parent)?.children.contains_key(name) {
+            // Only on replay over a fuzzy (ZooKeeper) snapshot: ZooKeeper's FileTxnSnapLog
+            // still moves the parent's cversion and pzxid forward (setCversionPzxid).
+            if let Some(p) = self.nodes.get_mut(parent) {
+                if parent_cversion > p.stat.cversion {
+                    p.stat.cversion = parent_cversion;
+                    p.stat.pzxid = txn.zxid;
+                }
+            }
             return None;
         }
         let acl = self.intern_acl(&acl);
@@ -398,7 +406,15 @@ impl DataTree {
     /// Removes a childless node. The parent's pzxid moves forward; its stored cversion does not
     /// (it counts creates; the delete shows through `wire_stat`), as in DataTree.deleteNode.
     fn delete_node(&mut self, path: &str, zxid: Zxid, changes: &mut Vec<Change>) {
-        let Some(id) = self.lookup(path) else { return };
+        let Some(id) = self.lookup(path) else {
+            // Replay over a fuzzy snapshot: the parent's pzxid still moves (DataTree.deleteNode).
+            if let Some(p) = self.lookup(path::parent(path)).and_then(|p| self.nodes.get_mut(p)) {
+                if zxid > p.stat.pzxid {
+                    p.stat.pzxid = zxid;
+                }
+            }
+            return;
+        };
         if id == ROOT {
             return;
         }

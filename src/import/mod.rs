@@ -1,0 +1,329 @@
+//! `zkr import-zookeeper`: reads Apache ZooKeeper's own data directory (the newest valid
+//! `snapshot.<zxid>` plus the `log.<zxid>` files after it) and writes a zkr data directory
+//! holding the same tree, ACLs, Stat values, sessions and zxid.
+//!
+//! ZooKeeper's formats, as FileSnap / FileTxnLog / SerializeUtils write them (big-endian jute):
+//! ```text
+//! snapshot  "ZKSN" int | version int | dbid long
+//!           sessions: count int, (id long, timeout int)*
+//!           acl cache: count int, (id long, vector<ACL>)*
+//!           nodes: (path ustring, data buffer, acl-id long, StatPersisted)* then path "/"
+//!           [3.6+: zxid digest: zxid long, version int, digest long]
+//!           adler32 long | "/" ustring          (the checksum covers everything before it)
+//! log       "ZKLG" int | version int | dbid long
+//!           (adler32 long | txn buffer | 'B')*  ending at a zero-length txn (preallocated)
+//! txn       TxnHeader{clientId long, cxid int, zxid long, time long, type int} + record
+//! ```
+//! A ZooKeeper snapshot is fuzzy: it may already contain some changes of the txns logged after
+//! its zxid. Replaying them is harmless because `DataTree::apply` tolerates exactly what
+//! ZooKeeper's replay tolerates (a create of an existing node still moves the parent's cversion
+//! and pzxid; a delete of a missing node still moves the parent's pzxid).
+
+mod jutein;
+
+use crate::proto::Acl;
+use crate::tree::{DataTree, NodeStat};
+use crate::txn::{owner, Txn, TxnOp, Zxid};
+use jutein::{adler32, Cursor};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    #[error("{file}: {source}")]
+    Io { file: PathBuf, source: std::io::Error },
+    #[error("{file}: at offset {offset}: {what}")]
+    Format { file: PathBuf, offset: u64, what: String },
+    #[error("no ZooKeeper snapshot or log found in {0}")]
+    Empty(PathBuf),
+    #[error("{0} already holds a zkr data directory; import into an empty directory")]
+    NotEmpty(PathBuf),
+    #[error(transparent)]
+    Storage(#[from] crate::storage::StorageError),
+}
+
+const SNAP_MAGIC: i32 = 0x5a4b_534e; // "ZKSN"
+const LOG_MAGIC: i32 = 0x5a4b_4c47; // "ZKLG"
+
+/// Files named `<prefix>.<hex zxid>` in `dir`, sorted by zxid.
+fn files(dir: &Path, prefix: &str) -> Result<Vec<(Zxid, PathBuf)>, ImportError> {
+    let mut out = Vec::new();
+    let rd = match std::fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+        Err(source) => return Err(ImportError::Io { file: dir.to_owned(), source }),
+    };
+    for entry in rd.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if let Some(z) = name.strip_prefix(prefix).and_then(|h| i64::from_str_radix(h, 16).ok()) {
+            out.push((z, entry.path()));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// ZooKeeper keeps its files in a `version-2` directory under dataDir / dataLogDir.
+fn version_dir(dir: &Path) -> PathBuf {
+    let v2 = dir.join("version-2");
+    if v2.is_dir() {
+        v2
+    } else {
+        dir.to_owned()
+    }
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, ImportError> {
+    std::fs::read(path).map_err(|source| ImportError::Io { file: path.to_owned(), source })
+}
+
+/// Parses one ZooKeeper snapshot into a tree whose last zxid is the snapshot's.
+pub fn read_snapshot(path: &Path, zxid: Zxid) -> Result<DataTree, ImportError> {
+    let bytes = read(path)?;
+    let mut c = Cursor::new(&bytes, path);
+    if c.int("magic")? != SNAP_MAGIC {
+        return Err(c.err("not a ZooKeeper snapshot (magic is not ZKSN)"));
+    }
+    c.int("version")?;
+    c.long("dbid")?;
+    let mut tree = DataTree::empty();
+    let sessions = c.int("session count")?;
+    for _ in 0..sessions.max(0) {
+        let id = c.long("session id")?;
+        let timeout = c.int("session timeout")?;
+        tree.restore_session(id, timeout);
+    }
+    let mut acls: HashMap<i64, Vec<Acl>> = HashMap::new();
+    let n = c.int("acl cache size")?;
+    for _ in 0..n.max(0) {
+        let id = c.long("acl id")?;
+        acls.insert(id, c.acls()?);
+    }
+    loop {
+        let path = c.string("node path")?;
+        if path == "/" {
+            break;
+        }
+        let data = c.buffer("node data")?.map(bytes::Bytes::copy_from_slice);
+        let acl_id = c.long("node acl")?;
+        let czxid = c.long("czxid")?;
+        let mzxid = c.long("mzxid")?;
+        let ctime = c.long("ctime")?;
+        let mtime = c.long("mtime")?;
+        let version = c.int("version")?;
+        let cversion = c.int("cversion")?;
+        let aversion = c.int("aversion")?;
+        let ephemeral_owner = c.long("ephemeralOwner")?;
+        let pzxid = c.long("pzxid")?;
+        let acl = match acl_id {
+            // ReferenceCountedACLCache: -1 is OPEN_ACL_UNSAFE.
+            -1 => Acl::open_unsafe(),
+            id => acls.get(&id).cloned().ok_or_else(|| c.err(&format!("unknown ACL id {id}")))?,
+        };
+        let stat = NodeStat { czxid, mzxid, pzxid, ctime, mtime, version, cversion, aversion, ephemeral_owner };
+        let p = if path.is_empty() { "/" } else { path.as_str() };
+        if !tree.restore_node(p, data, &acl, stat) {
+            return Err(c.err(&format!("node {p} comes before its parent")));
+        }
+    }
+    // The Adler32 of everything before it, then "/". In 3.6+ a zxid digest (zxid long,
+    // version int, digest long) follows with a second checksum (of everything before that) and "/".
+    let check = |c: &mut Cursor| -> Result<(), ImportError> {
+        let at = c.pos;
+        let stored = c.long("checksum")? as u64 as u32;
+        if adler32(&bytes[..at]) != stored {
+            c.pos = at;
+            return Err(c.err("snapshot fails its Adler32 checksum"));
+        }
+        if c.string("checksum trailer")? != "/" {
+            return Err(c.err("missing \"/\" after the checksum"));
+        }
+        Ok(())
+    };
+    check(&mut c)?;
+    if c.remaining() >= 20 + 8 + 5 {
+        c.pos += 20;
+        check(&mut c)?;
+    }
+    tree.set_last_zxid(zxid);
+    Ok(tree)
+}
+
+fn txn_op(c: &mut Cursor, ty: i32, client: i64) -> Result<TxnOp, ImportError> {
+    Ok(match ty {
+        // create, create2: CreateTxn{path, data, acl, ephemeral, parentCVersion}
+        1 | 15 => {
+            let path = c.string("path")?;
+            let data = c.buffer("data")?.map(bytes::Bytes::copy_from_slice);
+            let acl = c.acls()?;
+            let ephemeral = c.bool("ephemeral")?;
+            let parent_cversion = c.int("parentCVersion")?;
+            let ephemeral_owner = if ephemeral { client } else { 0 };
+            TxnOp::Create { path, data, acl: Arc::from(acl), ephemeral_owner, parent_cversion }
+        }
+        // createContainer: CreateContainerTxn{path, data, acl, parentCVersion}
+        19 => {
+            let path = c.string("path")?;
+            let data = c.buffer("data")?.map(bytes::Bytes::copy_from_slice);
+            let acl = c.acls()?;
+            let parent_cversion = c.int("parentCVersion")?;
+            TxnOp::Create { path, data, acl: Arc::from(acl), ephemeral_owner: owner::CONTAINER, parent_cversion }
+        }
+        // createTTL: CreateTTLTxn{path, data, acl, parentCVersion, ttl}
+        21 => {
+            let path = c.string("path")?;
+            let data = c.buffer("data")?.map(bytes::Bytes::copy_from_slice);
+            let acl = c.acls()?;
+            let parent_cversion = c.int("parentCVersion")?;
+            let ttl = c.long("ttl")?;
+            TxnOp::Create { path, data, acl: Arc::from(acl), ephemeral_owner: owner::ttl(ttl), parent_cversion }
+        }
+        2 | 20 => TxnOp::Delete { path: c.string("path")? },
+        // setData, and reconfig (a SetDataTxn on /zookeeper/config)
+        5 | 16 => {
+            let path = c.string("path")?;
+            let data = c.buffer("data")?.map(bytes::Bytes::copy_from_slice);
+            let version = c.int("version")?;
+            TxnOp::SetData { path, data, version }
+        }
+        7 => {
+            let path = c.string("path")?;
+            let acl = c.acls()?;
+            let aversion = c.int("version")?;
+            TxnOp::SetAcl { path, acl: Arc::from(acl), aversion }
+        }
+        13 => {
+            let path = c.string("path")?;
+            c.int("version")?;
+            TxnOp::Check { path }
+        }
+        -10 => TxnOp::CreateSession { timeout_ms: c.int("timeout")? },
+        // closeSession: 3.6+ lists the paths to delete; the ephemerals index gives the same set.
+        -11 => TxnOp::CloseSession,
+        -1 => {
+            let code = c.int("err")?;
+            TxnOp::Error(crate::proto::ErrorCode::from_i32(code).unwrap_or(crate::proto::ErrorCode::SystemError))
+        }
+        14 => {
+            let n = c.int("multi count")?;
+            let mut ops = Vec::with_capacity(n.max(0) as usize);
+            for _ in 0..n.max(0) {
+                let sub_type = c.int("sub-txn type")?;
+                let data = c.buffer("sub-txn")?.unwrap_or_default();
+                let mut sub = Cursor::new(data, c.file);
+                ops.push(txn_op(&mut sub, sub_type, client)?);
+            }
+            TxnOp::Multi(ops)
+        }
+        other => return Err(c.err(&format!("unknown txn type {other}"))),
+    })
+}
+
+/// Reads every txn of one log file; a torn or zero tail ends the file.
+fn read_log(path: &Path, out: &mut Vec<Txn>, after: Zxid) -> Result<(), ImportError> {
+    let bytes = read(path)?;
+    let mut c = Cursor::new(&bytes, path);
+    if c.remaining() < 16 {
+        return Ok(());
+    }
+    if c.int("magic")? != LOG_MAGIC {
+        return Err(c.err("not a ZooKeeper log (magic is not ZKLG)"));
+    }
+    c.int("version")?;
+    c.long("dbid")?;
+    while c.remaining() >= 12 {
+        let start = c.pos;
+        let crc = c.long("txn checksum")? as u64 as u32;
+        let len = c.int("txn length")?;
+        if len <= 0 || (len as usize) + 1 > c.remaining() {
+            break; // preallocated zeros or a torn tail
+        }
+        let body = &bytes[c.pos..c.pos + len as usize];
+        c.pos += len as usize;
+        if c.u8("end of record")? != b'B' || adler32(body) != crc {
+            tracing::warn!(file = %path.display(), offset = start, "partial transaction at the end of a ZooKeeper log: ignored");
+            break;
+        }
+        let mut t = Cursor::new(body, path);
+        let client = t.long("clientId")?;
+        t.int("cxid")?;
+        let zxid = t.long("zxid")?;
+        let time = t.long("time")?;
+        let ty = t.int("type")?;
+        if zxid <= after {
+            continue;
+        }
+        let op = txn_op(&mut t, ty, client)?;
+        out.push(Txn { zxid, time, session: client, op });
+    }
+    Ok(())
+}
+
+/// Summary of an import, for the command's output.
+pub struct Imported {
+    pub snapshot: Option<PathBuf>,
+    pub logs: usize,
+    pub txns: usize,
+    pub zxid: Zxid,
+    pub znodes: usize,
+    pub sessions: usize,
+    pub written: PathBuf,
+}
+
+/// Reads ZooKeeper's data (`data_dir`, and `log_dir` if the logs live elsewhere) into a tree.
+pub fn load(data_dir: &Path, log_dir: Option<&Path>) -> Result<(DataTree, Option<PathBuf>, usize, usize), ImportError> {
+    let snap_dir = version_dir(data_dir);
+    let log_dir = version_dir(log_dir.unwrap_or(data_dir));
+    let snaps = files(&snap_dir, "snapshot.")?;
+    let logs = files(&log_dir, "log.")?;
+    if snaps.is_empty() && logs.is_empty() {
+        return Err(ImportError::Empty(data_dir.to_owned()));
+    }
+    let mut tree = None;
+    let mut used = None;
+    for (zxid, path) in snaps.iter().rev() {
+        match read_snapshot(path, *zxid) {
+            Ok(t) => {
+                tree = Some(t);
+                used = Some(path.clone());
+                break;
+            }
+            Err(e) => tracing::warn!("{e}; trying an older snapshot"),
+        }
+    }
+    let mut tree = tree.unwrap_or_default();
+    let start = tree.last_zxid();
+    // FileTxnLog.getLogFiles: the newest log starting at or before the snapshot, and all after.
+    let first = logs.iter().rposition(|(z, _)| *z <= start).unwrap_or(0);
+    let mut txns = Vec::new();
+    for (_, path) in &logs[first..] {
+        read_log(path, &mut txns, start)?;
+    }
+    let mut changes = Vec::new();
+    for t in &txns {
+        changes.clear();
+        tree.apply(t, &mut changes);
+    }
+    Ok((tree, used, logs.len() - first, txns.len()))
+}
+
+/// The whole command: load, then write a zkr snapshot into an empty data directory.
+pub fn import(zk_data_dir: &Path, zk_log_dir: Option<&Path>, out: &Path) -> Result<Imported, ImportError> {
+    let layout = crate::storage::Layout::new(&crate::config::Config { data_dir: out.to_owned(), ..Default::default() });
+    let occupied = |d: &Path| std::fs::read_dir(d).map(|mut r| r.next().is_some()).unwrap_or(false);
+    if occupied(&layout.snap_dir) || occupied(&layout.log_dir) {
+        return Err(ImportError::NotEmpty(out.to_owned()));
+    }
+    let (tree, snapshot, logs, txns) = load(zk_data_dir, zk_log_dir)?;
+    let written = crate::storage::snapshot::write(&layout.snap_dir, &tree)?;
+    Ok(Imported {
+        snapshot,
+        logs,
+        txns,
+        zxid: tree.last_zxid(),
+        znodes: tree.node_count(),
+        sessions: tree.sessions().len(),
+        written,
+    })
+}

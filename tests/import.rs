@@ -1,0 +1,58 @@
+//! `import-zookeeper` over a small data directory written by Debian's ZooKeeper 3.8
+//! (tests/data/zk38-small: its initial snapshot and a log trimmed of its preallocated zeros).
+//! Expected values were read from that ZooKeeper with zkCli.sh before it was stopped.
+//! tests/interop/import/ runs the larger differential version against a live ZooKeeper.
+
+use std::path::Path;
+
+#[test]
+fn imports_a_zookeeper_38_data_directory() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/zk38-small");
+    let (tree, snapshot, logs, txns) = zkr::import::load(&src, None).expect("import");
+    assert!(snapshot.is_some_and(|p| p.ends_with("snapshot.0")));
+    assert_eq!((logs, txns > 20), (1, true));
+    let mut paths = Vec::new();
+    tree.visit(|p, _| paths.push(p.to_string()));
+    paths.sort();
+    let want = [
+        "/",
+        "/a",
+        "/a/s0000000001",
+        "/c",
+        "/n",
+        "/p",
+        "/x1",
+        "/x1/b",
+        "/x1/c",
+        "/x1/s0000000005",
+        "/zookeeper",
+        "/zookeeper/config",
+        "/zookeeper/quota",
+    ];
+    assert_eq!(paths, want);
+
+    let a = tree.get("/a").unwrap();
+    let s = a.wire_stat();
+    assert_eq!((s.czxid, s.mzxid, s.pzxid, s.cversion, s.version, s.num_children), (2, 5, 0xa, 3, 1, 1));
+    assert_eq!(a.data.as_deref(), Some(&b"v2"[..]));
+
+    let p = tree.get("/p").unwrap();
+    assert_eq!((p.wire_stat().aversion, p.data.as_deref()), (1, Some(&b"data"[..])));
+    assert_eq!(p.acl.to_vec(), zkr::proto::Acl::read_unsafe());
+
+    let x1 = tree.get("/x1").unwrap();
+    let s = x1.wire_stat();
+    assert_eq!((s.czxid, s.pzxid, s.cversion, s.num_children, s.data_length), (0xf, 0x18, 9, 3, 0));
+    assert_eq!(x1.data, None, "zkCli's create without data stays null");
+    assert_eq!(tree.get("/zookeeper").unwrap().wire_stat().cversion, -2);
+}
+
+#[test]
+fn import_refuses_a_used_data_directory_and_a_missing_source() {
+    let out = std::env::temp_dir().join(format!("zkr-import-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/zk38-small");
+    zkr::import::import(&src, None, &out).expect("first import");
+    assert!(matches!(zkr::import::import(&src, None, &out), Err(zkr::import::ImportError::NotEmpty(_))));
+    assert!(matches!(zkr::import::load(&out.join("nothing"), None), Err(zkr::import::ImportError::Empty(_))));
+}

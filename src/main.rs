@@ -79,7 +79,7 @@ fn main() -> anyhow::Result<()> {
                         std::process::exit(1);
                     }
                 };
-                shutdown_signal().await;
+                shutdown_signal(&server).await;
                 tracing::info!("shutting down");
                 server.shutdown().await;
                 tracing::info!("stopped");
@@ -89,18 +89,21 @@ fn main() -> anyhow::Result<()> {
     }
 }
 
-/// SIGINT or SIGTERM.
-async fn shutdown_signal() {
+/// Waits for SIGINT or SIGTERM; SIGUSR1 meanwhile asks for a snapshot.
+async fn shutdown_signal(server: &zkr::server::Server) {
     use tokio::signal::unix::{signal, SignalKind};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
+    let (Ok(mut term), Ok(mut usr1)) = (signal(SignalKind::terminate()), signal(SignalKind::user_defined1())) else {
+        let _ = tokio::signal::ctrl_c().await;
+        return;
+    };
+    loop {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => return,
+            _ = term.recv() => return,
+            _ = usr1.recv() => {
+                tracing::info!("SIGUSR1: taking a snapshot");
+                server.snapshot_now().await;
             }
-        }
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
         }
     }
 }

@@ -137,54 +137,159 @@ async fn sessions_not_back_in_time_expire_after_restart() {
     p.kill9();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sigkill_loses_no_acknowledged_write() {
-    let data = common::temp_dir();
-    let mut acked: Vec<String> = Vec::new();
-    for round in 0..4 {
-        let p = spawn(&data, &["--snap-count", "25"]);
-        let (mut c, _) = Raw::connect(&p.addr, 5000).await;
-        // Everything acknowledged before must be there.
-        for (i, path) in acked.iter().enumerate() {
-            let (h, r) = c.call(&get(i as i32 + 1, path)).await;
-            assert_eq!(h.err, 0, "round {round}: lost acknowledged {path}");
-            assert_eq!(
-                r,
-                Response::GetData {
-                    data: Some(bytes::Bytes::from(path.clone())),
-                    stat: match r.clone() {
-                        Response::GetData { stat, .. } => stat,
-                        _ => unreachable!(),
-                    }
-                }
-            );
+/// One write of the crash loop.
+#[derive(Clone)]
+enum Sent {
+    Create(String),
+    SetState(String),
+    /// Two creates in one multi: both or neither may exist, never one.
+    Pair(String, String),
+}
+
+fn request_for(xid: i32, sent: &Sent) -> Request {
+    use zkr::proto::MultiOp;
+    match sent {
+        Sent::Create(p) => create(xid, p, p.as_bytes(), 0),
+        Sent::SetState(v) => Request {
+            xid,
+            op: OpCode::SetData,
+            body: RequestBody::SetData {
+                path: "/state".into(),
+                data: Some(bytes::Bytes::from(v.clone())),
+                version: -1,
+            },
+        },
+        Sent::Pair(a, b) => {
+            let c = |p: &str| {
+                MultiOp::Create(
+                    OpCode::Create,
+                    CreateRequest { path: p.into(), data: None, acl: Acl::open_unsafe(), flags: 0, ttl: None },
+                )
+            };
+            Request { xid, op: OpCode::Multi, body: RequestBody::Multi(vec![c(a), c(b)]) }
         }
-        // Pipeline writes and kill the server while they are in flight.
-        let writer = tokio::spawn(async move {
-            let mut done = Vec::new();
-            for i in 0..400 {
-                let path = format!("/r{round}-{i}");
-                c.send(&create(i, &path, path.as_bytes(), 0)).await;
+    }
+}
+
+/// Pipelined existence check of many paths: true where getData answered OK.
+async fn present(c: &mut Raw, paths: &[String]) -> Vec<bool> {
+    let mut out = Vec::with_capacity(paths.len());
+    for chunk in paths.chunks(500) {
+        for (i, p) in chunk.iter().enumerate() {
+            c.send(&get(i as i32, p)).await;
+        }
+        for _ in chunk {
+            let (h, _) = c.recv(OpCode::GetData).await.expect("reply");
+            out.push(h.err == 0);
+        }
+    }
+    out
+}
+
+/// The crash loop: pipelined creates, setData and multis, SIGKILL at a random moment (often
+/// while a snapshot is being written: --snap-count 30), restart, and check that every
+/// acknowledged change is there and no multi is half applied. `ZKR_CRASH_ROUNDS` (default 20)
+/// sets the number of kills; the long form is `ZKR_CRASH_ROUNDS=500 cargo test --release
+/// --test durability crash_loop`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crash_loop_loses_no_acknowledged_write() {
+    let rounds: usize = std::env::var("ZKR_CRASH_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(20);
+    let data = common::temp_dir();
+    let mut acked_creates: Vec<String> = Vec::new();
+    let mut pairs: Vec<(String, String, bool)> = Vec::new(); // (a, b, acknowledged)
+                                                             // The /state values in send order, and how far the acknowledged ones reach.
+    let mut states: Vec<String> = Vec::new();
+    let mut state_acked: Option<usize> = None;
+    for round in 0..=rounds {
+        let p = spawn(&data, &["--snap-count", "30"]);
+        let (mut c, _) = Raw::connect(&p.addr, 5000).await;
+        let ok = present(&mut c, &acked_creates).await;
+        if let Some(i) = ok.iter().position(|x| !x) {
+            panic!("round {round}: lost acknowledged create {}", acked_creates[i]);
+        }
+        let flat: Vec<String> = pairs.iter().flat_map(|(a, b, _)| [a.clone(), b.clone()]).collect();
+        let ok = present(&mut c, &flat).await;
+        for (n, (a, b, acked)) in pairs.iter().enumerate() {
+            let (ha, hb) = (ok[2 * n], ok[2 * n + 1]);
+            assert_eq!(ha, hb, "round {round}: multi half applied: {a} {ha}, {b} {hb}");
+            assert!(!acked || ha, "round {round}: lost acknowledged multi {a}");
+        }
+        if let Some(last) = state_acked {
+            let (h, r) = c.call(&get(1, "/state")).await;
+            assert_eq!(h.err, 0, "round {round}: /state lost");
+            let Response::GetData { data: Some(v), .. } = r else { panic!("{r:?}") };
+            let at = states.iter().position(|s| s.as_bytes() == &v[..]).expect("a value that was sent");
+            assert!(at >= last, "round {round}: /state went back from {} to {}", states[last], states[at]);
+        }
+        if round == rounds {
+            p.kill9();
+            break;
+        }
+        if round == 0 {
+            assert_eq!(c.call(&create(1, "/state", b"", 0)).await.0.err, 0);
+        }
+        let mut plan = Vec::new();
+        for i in 0..2000 {
+            let sent = match i % 3 {
+                0 => Sent::Create(format!("/c{round}-{i}")),
+                1 => Sent::SetState(format!("{round}-{i}")),
+                _ => Sent::Pair(format!("/m{round}-{i}-a"), format!("/m{round}-{i}-b")),
+            };
+            match &sent {
+                Sent::SetState(v) => states.push(v.clone()),
+                Sent::Pair(a, b) => pairs.push((a.clone(), b.clone(), false)),
+                Sent::Create(_) => {}
             }
-            while let Some((h, _)) = c.recv(OpCode::Create2).await {
-                if h.err == 0 {
-                    done.push(format!("/r{round}-{}", h.xid));
+            plan.push(sent);
+        }
+        let state_base = states.len() - plan.iter().filter(|s| matches!(s, Sent::SetState(_))).count();
+        let pair_base = pairs.len() - plan.iter().filter(|s| matches!(s, Sent::Pair(..))).count();
+        let to_send = plan.clone();
+        let writer = tokio::spawn(async move {
+            let mut acked = Vec::new();
+            for (i, sent) in to_send.iter().enumerate() {
+                if !c.try_send(&request_for(i as i32, sent)).await {
+                    break; // killed mid-send: collect what was acknowledged
                 }
             }
-            done
+            while let Some((h, body)) = c.recv(OpCode::Multi).await {
+                let ok = match &to_send[h.xid as usize] {
+                    Sent::Pair(..) => h.err == 0 && body.get(8..12) == Some(&[0, 0, 0, 0][..]),
+                    _ => h.err == 0,
+                };
+                if ok {
+                    acked.push(h.xid as usize);
+                }
+            }
+            acked
         });
-        tokio::time::sleep(Duration::from_millis(20 + round * 15)).await;
+        let delay = rand::random::<u64>() % 40 + 1;
+        tokio::time::sleep(Duration::from_millis(delay)).await;
         p.kill9();
-        let done = writer.await.unwrap();
-        acked.extend(done);
+        let acked = writer.await.unwrap();
+        eprintln!("round {round}: killed after {delay} ms with {} of {} writes acknowledged", acked.len(), plan.len());
+        let (mut nth_state, mut nth_pair) = (state_base, pair_base);
+        let acked: std::collections::HashSet<usize> = acked.into_iter().collect();
+        for (i, sent) in plan.iter().enumerate() {
+            match sent {
+                Sent::Create(p) if acked.contains(&i) => acked_creates.push(p.clone()),
+                Sent::SetState(_) => {
+                    if acked.contains(&i) {
+                        state_acked = Some(nth_state);
+                    }
+                    nth_state += 1;
+                }
+                Sent::Pair(..) => {
+                    if acked.contains(&i) {
+                        pairs[nth_pair].2 = true;
+                    }
+                    nth_pair += 1;
+                }
+                _ => {}
+            }
+        }
     }
-    let p = spawn(&data, &[]);
-    let (mut c, _) = Raw::connect(&p.addr, 5000).await;
-    for (i, path) in acked.iter().enumerate() {
-        assert_eq!(c.call(&get(i as i32, path)).await.0.err, 0, "lost {path}");
-    }
-    assert!(!acked.is_empty());
-    p.kill9();
+    assert!(acked_creates.len() > rounds, "the loop acknowledged too little to mean anything");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -231,4 +336,81 @@ fn corrupt_log_stops_startup_naming_file_and_offset() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(&seg.display().to_string()) && err.contains("offset 8"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_corrupt_snapshot_is_refused_unless_asked_to_fall_back() {
+    let data = common::temp_dir();
+    let p = spawn(&data, &["--snap-count", "20"]);
+    let (mut c, _) = Raw::connect(&p.addr, 5000).await;
+    for i in 0..70 {
+        assert_eq!(c.call(&create(i, &format!("/n{i}"), b"x", 0)).await.0.err, 0);
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    p.stop(); // also writes a final snapshot
+    let mut snaps: Vec<_> = std::fs::read_dir(data.join("snap")).unwrap().map(|e| e.unwrap().path()).collect();
+    snaps.sort();
+    assert!(snaps.len() >= 2, "{snaps:?}");
+    let newest = snaps.last().unwrap().clone();
+    let mut bytes = std::fs::read(&newest).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x40;
+    std::fs::write(&newest, &bytes).unwrap();
+
+    let out = Command::new(env!("CARGO_BIN_EXE_zkr"))
+        .args(["serve", "--bind", "127.0.0.1", "--port", "0", "--data-dir"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&newest.display().to_string()) && err.contains("fails its checksum"), "{err}");
+
+    let p = spawn(&data, &["--recover-older-snapshot"]);
+    let (mut c, _) = Raw::connect(&p.addr, 5000).await;
+    for i in 0..70 {
+        assert_eq!(c.call(&get(i, &format!("/n{i}"))).await.0.err, 0, "/n{i} after falling back");
+    }
+    p.kill9();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_stops_acknowledgements_instead_of_losing_writes() {
+    let data = common::temp_dir();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_zkr"))
+        .args(["serve", "--bind", "127.0.0.1", "--port", "0", "--data-dir"])
+        .arg(&data)
+        .env("ZKR_FAILPOINT_LOG_FULL_AFTER", "20000")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let addr = loop {
+        let line = lines.next().unwrap().unwrap();
+        if line.contains("accepting client connections") {
+            break line.split("addr=").nth(1).unwrap().split_whitespace().next().unwrap().to_string();
+        }
+    };
+    let (mut c, _) = Raw::connect(&addr, 5000).await;
+    let mut acked = Vec::new();
+    for i in 0..1000 {
+        let path = format!("/f{i}");
+        c.send(&create(i, &path, &[7u8; 100], 0)).await;
+        match c.recv(OpCode::Create2).await {
+            Some((h, _)) if h.err == 0 => acked.push(path),
+            _ => break,
+        }
+    }
+    assert!(!acked.is_empty() && acked.len() < 1000, "acknowledged {} writes", acked.len());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(70), "zkr stops when its log cannot be written");
+    let said: Vec<String> = lines.map_while(Result::ok).collect();
+    assert!(said.iter().any(|l| l.contains("cannot write the transaction log")), "{said:?}");
+
+    let p = spawn(&data, &[]);
+    let (mut c, _) = Raw::connect(&p.addr, 5000).await;
+    for (i, path) in acked.iter().enumerate() {
+        assert_eq!(c.call(&get(i as i32, path)).await.0.err, 0, "lost acknowledged {path}");
+    }
+    p.kill9();
 }

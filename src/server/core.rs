@@ -68,6 +68,8 @@ pub enum CoreMsg {
     },
     Tick,
     Stats(tokio::sync::oneshot::Sender<CoreStats>),
+    /// Take a snapshot now (operator request).
+    Snapshot,
 }
 
 /// Numbers for four-letter words and metrics.
@@ -252,6 +254,7 @@ impl Core {
             }
             CoreMsg::Disconnected { conn } => self.drop_conn(conn),
             CoreMsg::Tick => self.tick(),
+            CoreMsg::Snapshot => self.snapshot_in_background(),
             CoreMsg::Stats(tx) => {
                 let _ = tx.send(CoreStats {
                     znodes: self.tree.node_count(),

@@ -35,6 +35,8 @@ pub enum StartError {
 /// A running server.
 pub struct Server {
     addr: SocketAddr,
+    /// Taken at shutdown: the core stops once every sender is gone.
+    core_tx: Option<mpsc::Sender<CoreMsg>>,
     shutdown: CancellationToken,
     accept: tokio::task::JoinHandle<()>,
     core: Option<std::thread::JoinHandle<()>>,
@@ -100,19 +102,35 @@ impl Server {
             }
         });
 
-        let accept = tokio::spawn(accept_loop(listener, cfg, core_tx, shutdown.clone()));
+        let accept = tokio::spawn(accept_loop(listener, cfg, core_tx.clone(), shutdown.clone()));
         tracing::info!(%addr, "zkr accepting client connections");
-        Ok(Server { addr, shutdown, accept, core: Some(core), log: Some(log), _lock: recovered.lock })
+        Ok(Server {
+            addr,
+            core_tx: Some(core_tx),
+            shutdown,
+            accept,
+            core: Some(core),
+            log: Some(log),
+            _lock: recovered.lock,
+        })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
     }
 
+    /// Asks for a snapshot now; it is written in the background (SIGUSR1 in `zkr serve`).
+    pub async fn snapshot_now(&self) {
+        if let Some(tx) = &self.core_tx {
+            let _ = tx.send(CoreMsg::Snapshot).await;
+        }
+    }
+
     /// Stops accepting, closes every connection, lets the core finish its queue and write a
     /// snapshot, and waits for the log to be flushed.
     pub async fn shutdown(mut self) {
         self.shutdown.cancel();
+        drop(self.core_tx.take());
         let _ = (&mut self.accept).await;
         let (core, log) = (self.core.take(), self.log.take());
         let _ = tokio::task::spawn_blocking(move || {

@@ -58,17 +58,46 @@ pub struct Replay {
     pub tail: Option<(PathBuf, u64)>,
 }
 
-/// Reads every record with zxid > `after`. `after` comes from the snapshot that recovery starts from.
+/// Reads up to `buf.len()` bytes; fewer only at the end of the file.
+fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    Ok(n)
+}
+
+/// True if nothing but zeros is left to read.
+fn rest_is_zero(r: &mut impl Read) -> std::io::Result<bool> {
+    let mut chunk = vec![0u8; 1 << 16];
+    loop {
+        let n = r.read(&mut chunk)?;
+        if n == 0 {
+            return Ok(true);
+        }
+        if chunk[..n].iter().any(|b| *b != 0) {
+            return Ok(false);
+        }
+    }
+}
+
+/// Reads every record with zxid > `after`. `after` comes from the snapshot that recovery starts
+/// from. Segments are streamed, so only their written part is read, not the preallocated rest.
 pub fn replay(dir: &Path, after: Zxid) -> Result<Replay, StorageError> {
     let segs = segments(dir)?;
     let mut txns = Vec::new();
     let mut tail = None;
     for (n, (_, path)) in segs.iter().enumerate() {
         let last = n + 1 == segs.len();
-        let mut bytes = Vec::new();
-        File::open(path).and_then(|mut f| f.read_to_end(&mut bytes)).map_err(|e| StorageError::io(path, e))?;
-        if bytes.len() < HEADER as usize || &bytes[..4] != MAGIC {
-            if last && bytes.iter().all(|b| *b == 0) {
+        let io = |e| StorageError::io(path, e);
+        let mut r = std::io::BufReader::with_capacity(1 << 20, File::open(path).map_err(io)?);
+        let mut header = [0u8; HEADER as usize];
+        let got = read_full(&mut r, &mut header).map_err(io)?;
+        if got < header.len() || &header[..4] != MAGIC {
+            if last && header[..got].iter().all(|b| *b == 0) && rest_is_zero(&mut r).map_err(io)? {
                 // Created but never written before a crash.
                 tracing::warn!(file = %path.display(), "empty log segment, rewriting its header");
                 tail = Some((path.clone(), 0));
@@ -76,30 +105,36 @@ pub fn replay(dir: &Path, after: Zxid) -> Result<Replay, StorageError> {
             }
             return Err(StorageError::Corrupt { file: path.clone(), offset: 0, reason: "bad segment header".into() });
         }
-        let mut off = HEADER as usize;
+        let mut off = HEADER;
+        let mut payload = Vec::new();
         loop {
-            if off + 8 > bytes.len() {
+            let mut prefix = [0u8; 8];
+            let got = read_full(&mut r, &mut prefix).map_err(io)?;
+            if got == 0 || (got < 8 && prefix[..got].iter().all(|b| *b == 0)) {
                 break;
             }
-            let len = u32::from_be_bytes([bytes[off], bytes[off + 1], bytes[off + 2], bytes[off + 3]]) as usize;
-            if len == 0 {
+            let len = u32::from_be_bytes([prefix[0], prefix[1], prefix[2], prefix[3]]) as u64;
+            if got == 8 && len == 0 {
                 break;
             }
-            let crc = u32::from_be_bytes([bytes[off + 4], bytes[off + 5], bytes[off + 6], bytes[off + 7]]);
-            let end = off + 8 + len;
-            let good = end <= bytes.len() && crc32fast::hash(&bytes[off + 8..end]) == crc;
-            let txn = if good { super::record::decode(&bytes[off + 8..end]).ok() } else { None };
+            let crc = u32::from_be_bytes([prefix[4], prefix[5], prefix[6], prefix[7]]);
+            let mut txn = None;
+            if got == 8 && len <= SEGMENT_BYTES {
+                payload.resize(len as usize, 0);
+                let have = read_full(&mut r, &mut payload).map_err(io)?;
+                if have == payload.len() && crc32fast::hash(&payload) == crc {
+                    txn = super::record::decode(&payload).ok();
+                }
+            }
             let Some(txn) = txn else {
-                let rest_from = end.min(bytes.len());
-                let torn = last && bytes[rest_from..].iter().all(|b| *b == 0);
-                if torn {
+                if last && rest_is_zero(&mut r).map_err(io)? {
                     tracing::warn!(file = %path.display(), offset = off, "torn record at the end of the log (crash during append): truncating");
-                    truncate_at(path, off as u64)?;
+                    truncate_at(path, off)?;
                     break;
                 }
                 return Err(StorageError::Corrupt {
                     file: path.clone(),
-                    offset: off as u64,
+                    offset: off,
                     reason: "record fails its checksum".into(),
                 });
             };
@@ -108,17 +143,17 @@ pub fn replay(dir: &Path, after: Zxid) -> Result<Replay, StorageError> {
                     if txn.zxid != prev + 1 {
                         return Err(StorageError::Corrupt {
                             file: path.clone(),
-                            offset: off as u64,
+                            offset: off,
                             reason: format!("zxid 0x{:x} follows 0x{prev:x}", txn.zxid),
                         });
                     }
                 }
                 txns.push(txn);
             }
-            off = end;
+            off += 8 + len;
         }
         if last {
-            tail = Some((path.clone(), off as u64));
+            tail = Some((path.clone(), off));
         }
     }
     Ok(Replay { txns, tail })
@@ -140,6 +175,14 @@ pub struct Wal {
     path: PathBuf,
     offset: u64,
     force_sync: bool,
+    /// Failpoint for tests: appends fail like a full disk once this many bytes were appended
+    /// by this process (env `ZKR_FAILPOINT_LOG_FULL_AFTER`).
+    fail_after: Option<u64>,
+    appended: u64,
+}
+
+fn failpoint() -> Option<u64> {
+    std::env::var("ZKR_FAILPOINT_LOG_FULL_AFTER").ok().and_then(|v| v.parse().ok())
 }
 
 impl Wal {
@@ -155,7 +198,15 @@ impl Wal {
             Some((path, off)) if (HEADER..SEGMENT_BYTES).contains(&off) => {
                 let mut file = OpenOptions::new().write(true).open(&path).map_err(|e| StorageError::io(&path, e))?;
                 file.seek(SeekFrom::Start(off)).map_err(|e| StorageError::io(&path, e))?;
-                Ok(Wal { dir: dir.to_owned(), file, path, offset: off, force_sync })
+                Ok(Wal {
+                    dir: dir.to_owned(),
+                    file,
+                    path,
+                    offset: off,
+                    force_sync,
+                    fail_after: failpoint(),
+                    appended: 0,
+                })
             }
             Some((path, 0)) => {
                 std::fs::remove_file(&path).map_err(|e| StorageError::io(&path, e))?;
@@ -176,18 +227,25 @@ impl Wal {
         if let Ok(d) = File::open(dir) {
             let _ = d.sync_all();
         }
-        Ok(Wal { dir: dir.to_owned(), file, path, offset: HEADER, force_sync })
+        Ok(Wal { dir: dir.to_owned(), file, path, offset: HEADER, force_sync, fail_after: failpoint(), appended: 0 })
     }
 
     /// Appends encoded records (`len | crc | payload` each, see `frame`), rolling to a new
     /// segment first if they would not fit. `first_zxid` names a new segment.
     pub fn append(&mut self, records: &[u8], first_zxid: Zxid) -> Result<(), StorageError> {
+        if self.fail_after.is_some_and(|limit| self.appended + records.len() as u64 > limit) {
+            let e = std::io::Error::new(std::io::ErrorKind::StorageFull, "no space left on device (failpoint)");
+            return Err(StorageError::io(&self.path, e));
+        }
         if self.offset + records.len() as u64 > SEGMENT_BYTES && self.offset > HEADER {
             self.sync()?;
+            let appended = self.appended;
             *self = Wal::create(&self.dir, first_zxid, self.force_sync)?;
+            self.appended = appended;
         }
         self.file.write_all(records).map_err(|e| StorageError::io(&self.path, e))?;
         self.offset += records.len() as u64;
+        self.appended += records.len() as u64;
         Ok(())
     }
 
@@ -251,6 +309,27 @@ mod tests {
         frame(&txn(6), &mut buf);
         w.append(&buf, 6).unwrap();
         assert_eq!(replay(&d, 0).unwrap().txns.len(), 6);
+    }
+
+    #[test]
+    fn a_tail_torn_at_any_byte_recovers_to_the_previous_record() {
+        let d = dir("every-offset");
+        let path = write(&d, 1..=4);
+        let end = replay(&d, 0).unwrap().tail.unwrap().1 as usize;
+        let mut last = Vec::new();
+        frame(&txn(4), &mut last);
+        let start = end - last.len();
+        let mut f = OpenOptions::new().write(true).open(&path).unwrap();
+        for cut in start..end {
+            // The crash left the record's first `cut - start` bytes; the rest is preallocated zeros.
+            let mut torn = last.clone();
+            torn[cut - start..].iter_mut().for_each(|b| *b = 0);
+            f.seek(SeekFrom::Start(start as u64)).unwrap();
+            f.write_all(&torn).unwrap();
+            let r = replay(&d, 0).unwrap_or_else(|e| panic!("cut at {cut}: {e}"));
+            assert_eq!(r.txns.len(), 3, "cut at {cut}");
+            assert_eq!(r.tail.unwrap().1 as usize, start, "appends resume where the torn record began");
+        }
     }
 
     #[test]

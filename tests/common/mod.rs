@@ -58,10 +58,21 @@ impl Raw {
     }
 
     pub async fn send_frame(&mut self, payload: &[u8]) {
+        assert!(self.try_send_frame(payload).await, "write to zkr failed");
+    }
+
+    /// Sends a frame; false if the connection is gone (e.g. the server was killed).
+    pub async fn try_send_frame(&mut self, payload: &[u8]) -> bool {
         let mut b = BytesMut::new();
         b.put_i32(payload.len() as i32);
         b.put_slice(payload);
-        self.stream.write_all(&b).await.expect("write");
+        self.stream.write_all(&b).await.is_ok()
+    }
+
+    pub async fn try_send(&mut self, req: &Request) -> bool {
+        let mut b = Vec::new();
+        req.write(&mut b);
+        self.try_send_frame(&b).await
     }
 
     /// Next frame, or None on EOF / timeout.

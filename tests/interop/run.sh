@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Differential interop suite: runs the same client scenarios (kazoo, the
-# official Java client, zkCli.sh) against Apache ZooKeeper 3.8 (Debian) and
-# against zkr, and compares what the clients observed.  See README.md.
+# official Java client, zkCli.sh, Curator recipes) against Apache ZooKeeper 3.8
+# (Debian) and against zkr, and compares what the clients observed.  See README.md.
 #
 #   ZKR_BIN=target/release/zkr tests/interop/run.sh            # everything
 #   ZKR_BIN=... tests/interop/run.sh kazoo java/multi crud      # a subset
@@ -27,6 +27,12 @@ BUDGET_SECS=${INTEROP_BUDGET_SECS:-900}
 JARS="zookeeper zookeeper-jute slf4j-api slf4j-nop netty-all commons-io"
 CP=""
 for j in $JARS; do CP="$CP${CP:+:}/usr/share/java/$j.jar"; done
+# Curator scenarios (curator/*.java): the jars above plus Curator 5 and what it needs
+CUR_JARS="curator-client curator-framework curator-recipes curator-x-discovery guava jackson-core jackson-databind jackson-annotations"
+CUR_CP="$CP"
+for j in $CUR_JARS; do CUR_CP="$CUR_CP:/usr/share/java/$j.jar"; done
+# ports are taken from PORT_BASE .. PORT_BASE+999
+PORT_BASE=${INTEROP_PORT_BASE:-24000}
 JAVA_OPTS_INTEROP="-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xss512k"
 
 say() { echo "[interop] $*" >&2; }
@@ -48,6 +54,7 @@ done
 
 ensure_deps() {
     local pkgs="zookeeper zookeeper-bin libzookeeper-java python3-kazoo netcat-openbsd"
+    pkgs="$pkgs libcurator-framework-java libcurator-recipes-java libcurator-discovery-java"
     local missing="" p
     for p in $pkgs; do
         dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed' || missing="$missing $p"
@@ -67,7 +74,8 @@ ensure_deps() {
     mkdir -p "$WORK"
     if ! { $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
            $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-               zookeeper zookeeper-bin libzookeeper-java python3-kazoo netcat-openbsd $extra; \
+               zookeeper zookeeper-bin libzookeeper-java python3-kazoo netcat-openbsd \
+               libcurator-framework-java libcurator-recipes-java libcurator-discovery-java $extra; \
          } >"$WORK/apt.log" 2>&1; then
         tail -n 30 "$WORK/apt.log" >&2
         die "package installation failed (log: $WORK/apt.log)"
@@ -78,7 +86,7 @@ ensure_deps
 [ -x "$PY" ] || die "$PY not found"
 "$PY" -c 'import kazoo' 2>/dev/null || die "$PY cannot import kazoo (python3-kazoo)"
 [ -x "$ZK_BIN_DIR/zkServer.sh" ] || die "$ZK_BIN_DIR/zkServer.sh not found"
-for j in $JARS; do [ -f "/usr/share/java/$j.jar" ] || die "/usr/share/java/$j.jar not found"; done
+for j in $JARS $CUR_JARS; do [ -f "/usr/share/java/$j.jar" ] || die "/usr/share/java/$j.jar not found"; done
 
 mkdir -p "$WORK/runs"
 
@@ -96,12 +104,24 @@ if [ ! -f "$JDIR/Interop.class" ]; then
 fi
 JAVA_CP="$JDIR:$CP"
 
+# the Curator scenarios, built the same way from every curator/*.java
+CHASH=$(cat "$HERE"/curator/*.java | sha1sum | cut -c1-12)
+CDIR="$WORK/curator-$CHASH"
+if [ ! -f "$CDIR/CuratorScenarios.class" ]; then
+    tmp=$(mktemp -d "$WORK/curator-build.XXXXXX")
+    javac -nowarn -encoding UTF-8 -d "$tmp" -cp "$CUR_CP" "$HERE"/curator/*.java >"$tmp/javac.log" 2>&1 ||
+        { cat "$tmp/javac.log" >&2; rm -rf "$tmp"; die "javac failed (curator)"; }
+    mv -T "$tmp" "$CDIR" 2>/dev/null || rm -rf "$tmp"
+fi
+CUR_JAVA_CP="$CDIR:$CUR_CP"
+
 # ---------------------------------------------------------------- scenario list
 
 ALL=()
 for n in $("$PY" "$HERE/kazoo/scenarios.py" --list); do ALL+=("kazoo/$n"); done
 for n in $(java $JAVA_OPTS_INTEROP -cp "$JAVA_CP" Interop --list); do ALL+=("java/$n"); done
 for f in "$HERE"/zkcli/*.zk; do ALL+=("zkcli/$(basename "$f" .zk)"); done
+for n in $(java $JAVA_OPTS_INTEROP -cp "$CUR_JAVA_CP" CuratorScenarios --list); do ALL+=("curator/$n"); done
 [ "${#ALL[@]}" -gt 10 ] || die "could not list scenarios"
 
 SELECTED=()
@@ -128,6 +148,7 @@ for d in $old_runs; do
     kill -0 "${d##*.}" 2>/dev/null || rm -rf "$d"
 done
 find "$WORK" -maxdepth 1 -name 'java-*' ! -name "java-$JHASH" -mmin +60 -exec rm -rf {} + 2>/dev/null
+find "$WORK" -maxdepth 1 -name 'curator-*' ! -name "curator-$CHASH" -mmin +60 -exec rm -rf {} + 2>/dev/null
 RUN_DIR="$WORK/runs/$(date +%Y%m%d-%H%M%S).$$"
 mkdir -p "$RUN_DIR/out"
 ln -sfn "$RUN_DIR" "$WORK/last"
@@ -150,10 +171,10 @@ EOF
 
 BASE=""
 for _ in $(seq 1 60); do
-    b=$((24000 + (RANDOM % 196) * 5))
+    b=$((PORT_BASE + (RANDOM % 196) * 5))
     if port_free "$b" $((b + 1)) $((b + 2)) $((b + 3)) $((b + 4)); then BASE=$b; break; fi
 done
-[ -n "$BASE" ] || die "no free ports in 24000-24999"
+[ -n "$BASE" ] || die "no free ports in $PORT_BASE-$((PORT_BASE + 999))"
 REF_PORT=$BASE
 ZKR_PORT=$((BASE + 1))
 REF_PROXY_PORT=$((BASE + 2))
@@ -194,16 +215,17 @@ EOF
 
 ruok() { [ "$(echo ruok | nc -q1 -w2 127.0.0.1 "$1" 2>/dev/null)" = "imok" ]; }
 
-start_zookeeper() {  # name port
+start_zookeeper() {  # name port [restart]
     local d="$RUN_DIR/$1"
     mkdir -p "$d/data"
     write_cfg "$d" "$2"
+    [ "${3:-}" = restart ] || : >"$d/server.log"
     # zkServer.sh start-foreground (backgrounded here) execs the JVM, so $! is
     # the server pid and its output lands in our directory; Debian's zkEnv.sh
     # would send "zkServer.sh start" output to /var/log/zookeeper.
     ZOOCFGDIR="$d" ZOO_LOG_DIR="$d" ZOOPIDFILE="$d/pid" \
         SERVER_JVMFLAGS="-Dznode.container.checkIntervalMs=1000 -Dzookeeper.log.dir=$d -Xmx512m" \
-        "$ZK_BIN_DIR/zkServer.sh" start-foreground "$d/zoo.cfg" >"$d/server.log" 2>&1 </dev/null &
+        "$ZK_BIN_DIR/zkServer.sh" start-foreground "$d/zoo.cfg" >>"$d/server.log" 2>&1 </dev/null &
     local pid=$!
     PIDS+=("$pid")
     LAST_PID=$pid
@@ -213,16 +235,18 @@ start_zookeeper() {  # name port
         sleep 0.2
     done
     tail -n 30 "$d/server.log" >&2
+    [ "${3:-}" = restart ] && { say "ZooKeeper ($1) did not restart on port $2"; return 1; }
     die "ZooKeeper ($1) did not start on port $2"
 }
 
-start_zkr() {  # port
+start_zkr() {  # port [restart]
     local d="$RUN_DIR/zkr"
     mkdir -p "$d/data"
     write_cfg "$d" "$1"
     ZKR_LOG="$d/zkr.log"
+    if [ "${2:-}" != restart ]; then : >"$d/zkr.stdout"; : >"$ZKR_LOG"; fi
     "$ZKR_BIN" serve --config "$d/zoo.cfg" --data-dir "$d/data" --container-check-interval-ms 1000 \
-        >"$d/zkr.stdout" 2>"$ZKR_LOG" </dev/null &
+        >>"$d/zkr.stdout" 2>>"$ZKR_LOG" </dev/null &
     ZKR_PID=$!
     PIDS+=("$ZKR_PID")
     for _ in $(seq 1 150); do
@@ -231,18 +255,55 @@ start_zkr() {  # port
         sleep 0.2
     done
     tail -n 40 "$ZKR_LOG" >&2
+    [ "${2:-}" = restart ] && { say "zkr did not restart on port $1"; return 1; }
     die "zkr did not start on port $1 ($ZKR_BIN)"
+}
+
+# Restart of the server one side talks to, on the request of a scenario (see
+# run_with_restart): stopped with SIGTERM (SIGKILL after 10 s), started again on
+# the same port with the same configuration and data directory.
+stop_pid() {
+    kill "$1" 2>/dev/null
+    for _ in $(seq 1 100); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
+    kill -9 "$1" 2>/dev/null
+    sleep 0.2
+}
+
+restart_server() {  # side (ref|zkr)
+    case "$1" in
+        ref)
+            stop_pid "$REF_PID"
+            start_zookeeper zookeeper "$REF_PORT" restart || return 1
+            REF_PID=$LAST_PID ;;
+        zkr)
+            case "$ZKR_KIND" in
+                zookeeper)
+                    stop_pid "$ZKR_PID"
+                    start_zookeeper zookeeper2 "$ZKR_PORT" restart || return 1
+                    ZKR_PID=$LAST_PID ;;
+                bin)
+                    stop_pid "$ZKR_PID"
+                    start_zkr "$ZKR_PORT" restart || return 1 ;;
+                *)
+                    say "cannot restart a zkr given by ZKR_ADDR"
+                    return 1 ;;
+            esac ;;
+    esac
+    say "restarted the $1 side"
 }
 
 T0=$(date +%s)
 say "starting reference ZooKeeper on 127.0.0.1:$REF_PORT"
 start_zookeeper zookeeper "$REF_PORT"
+REF_PID=$LAST_PID
 REF_ADDR="127.0.0.1:$REF_PORT"
+ZKR_KIND=addr
 
 if [ "${INTEROP_BOTH_ZK:-0}" = "1" ]; then
     say "INTEROP_BOTH_ZK=1: the 'zkr' side is a second ZooKeeper on 127.0.0.1:$ZKR_PORT"
     start_zookeeper zookeeper2 "$ZKR_PORT"
     ZKR_PID=$LAST_PID
+    ZKR_KIND=zookeeper
     ZKR_LOG="$RUN_DIR/zookeeper2/server.log"
     ZKR_ADDR_USED="127.0.0.1:$ZKR_PORT"
 elif [ -n "${ZKR_ADDR:-}" ]; then
@@ -259,6 +320,7 @@ else
     [ -x "$ZKR_BIN" ] || die "ZKR_BIN=$ZKR_BIN is not executable"
     say "starting zkr ($ZKR_BIN) on 127.0.0.1:$ZKR_PORT"
     start_zkr "$ZKR_PORT"
+    ZKR_KIND=bin
     ZKR_ADDR_USED="127.0.0.1:$ZKR_PORT"
 fi
 
@@ -269,6 +331,38 @@ for addr in "$REF_ADDR" "$ZKR_ADDR_USED"; do
 done
 
 # ---------------------------------------------------------------- running scenarios
+
+# Runs a scenario that may ask for a server restart: a line "RESTART" on its
+# stdout makes the harness restart the server of this side and answer with one
+# line on its stdin, "RESTARTED" or "RESTART_FAILED".  The RESTART line is left
+# out of the transcript; what the harness did goes to <out>.restart.log.
+run_with_restart() {  # side out_prefix command...
+    local side="$1" out="$2" line pid rc rfd wfd
+    shift 2
+    rm -f "$out.stdin" "$out.stdout"
+    mkfifo "$out.stdin" "$out.stdout" || return 2
+    : >"$out.txt"
+    timeout "$SCENARIO_TIMEOUT" "$@" <"$out.stdin" >"$out.stdout" 2>"$out.err" &
+    pid=$!
+    exec {wfd}<>"$out.stdin"   # read-write: never blocks, and no SIGPIPE if the client is gone
+    exec {rfd}<"$out.stdout"
+    while IFS= read -r line <&"$rfd" || [ -n "$line" ]; do
+        if [ "$line" = RESTART ]; then
+            if restart_server "$side" >>"$out.restart.log" 2>&1 {rfd}<&- {wfd}>&-; then
+                echo RESTARTED >&"$wfd"
+            else
+                echo RESTART_FAILED >&"$wfd"
+            fi
+        else
+            printf '%s\n' "$line" >>"$out.txt"
+        fi
+    done
+    exec {rfd}<&- {wfd}>&-
+    wait "$pid"
+    rc=$?
+    rm -f "$out.stdin" "$out.stdout"
+    return "$rc"
+}
 
 run_side() {  # scenario side addr proxy_port out_prefix
     local client="${1%%/*}" name="${1#*/}" out="$5"
@@ -281,6 +375,8 @@ run_side() {  # scenario side addr proxy_port out_prefix
         zkcli)
             CLIENT_JVMFLAGS="$JAVA_OPTS_INTEROP" "$HERE/zkcli/run_zkcli.sh" "$HERE/zkcli/$name.zk" "$3" \
                 >"$out.txt" 2>"$out.err" ;;
+        curator)
+            run_with_restart "$2" "$out" java $JAVA_OPTS_INTEROP -cp "$CUR_JAVA_CP" CuratorScenarios "$name" "$3" ;;
         *) echo "unknown client $client" >"$out.err"; return 2 ;;
     esac
 }

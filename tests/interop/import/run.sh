@@ -1,0 +1,373 @@
+#!/usr/bin/env bash
+# Import test: Apache ZooKeeper 3.8 (Debian) writes a data directory, zkr
+# imports it with `zkr import-zookeeper`, and the tree served by zkr must equal
+# the tree served by ZooKeeper restarted on the same data. See README.md.
+#
+#   tests/interop/import/run.sh                       # all variants, zkr from target/release
+#   ZKR_BIN=path/to/zkr tests/interop/import/run.sh   # a given zkr binary
+#   IMPORT_BOTH_ZK=1 tests/interop/import/run.sh      # "imported" side = 2nd ZooKeeper on a copy
+#   tests/interop/import/run.sh kill clean            # some variants (kill, clean, samedir)
+#
+# Prints one PASS/FAIL line per check and ends with "N passed, N failed".
+# Exit status: 0 all passed, 1 something failed, 2 setup problem.
+
+set -uo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd "$HERE/../../.." && pwd)"
+WORK="$HERE/.work"
+PY=/usr/bin/python3
+ZK_BIN_DIR=/usr/share/zookeeper/bin
+SUPER_PW="super:secret"
+ALL_VARIANTS="kill clean samedir"
+MIN_FILES=3   # snapshot.* and log.* files the workload must leave behind (each)
+SWEEP_MS=1000 # container/TTL sweep interval of the servers started on the imported data
+export IMPORT_HOLDER_TIMEOUT=${IMPORT_HOLDER_TIMEOUT:-20}  # session timeout (s) of the session holding ephemerals
+
+say() { echo "[import] $*" >&2; }
+die() { say "ERROR: $*"; exit 2; }
+
+VARIANTS=()
+for a in "$@"; do
+    case "$a" in
+        -h|--help) sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        kill|clean|samedir) VARIANTS+=("$a") ;;
+        *) die "unknown argument '$a' (variants: $ALL_VARIANTS)" ;;
+    esac
+done
+[ "${#VARIANTS[@]}" -gt 0 ] || read -r -a VARIANTS <<<"$ALL_VARIANTS"
+
+# ---------------------------------------------------------------- dependencies
+
+[ -x "$PY" ] || die "$PY not found"
+"$PY" -c 'import kazoo' 2>/dev/null || die "$PY cannot import kazoo (apt-get install python3-kazoo)"
+[ -x "$ZK_BIN_DIR/zkServer.sh" ] || die "$ZK_BIN_DIR/zkServer.sh not found (apt-get install zookeeper)"
+command -v nc >/dev/null 2>&1 || die "nc not found (apt-get install netcat-openbsd)"
+command -v timeout >/dev/null 2>&1 || die "timeout not found (coreutils)"
+
+BOTH_ZK="${IMPORT_BOTH_ZK:-0}"
+if [ "$BOTH_ZK" != "1" ]; then
+    ZKR_BIN="${ZKR_BIN:-$REPO/target/release/zkr}"
+    [ -x "$ZKR_BIN" ] || die "ZKR_BIN=$ZKR_BIN is not executable (build it, or IMPORT_BOTH_ZK=1)"
+    "$ZKR_BIN" import-zookeeper --help >/dev/null 2>&1 ||
+        die "$ZKR_BIN has no import-zookeeper command (or IMPORT_BOTH_ZK=1 to test the harness)"
+fi
+SUPER_DIGEST="super:$("$PY" -c 'import base64,hashlib,sys; print(base64.b64encode(hashlib.sha1(sys.argv[1].encode()).digest()).decode())' "$SUPER_PW")"
+
+# ---------------------------------------------------------------- run directory
+
+mkdir -p "$WORK/runs"
+for d in $(ls -1d "$WORK"/runs/*.* 2>/dev/null | sort | head -n -3); do
+    kill -0 "${d##*.}" 2>/dev/null || rm -rf "$d"
+done
+RUN_DIR="$WORK/runs/$(date +%Y%m%d-%H%M%S).$$"
+mkdir -p "$RUN_DIR"
+ln -sfn "$RUN_DIR" "$WORK/last"
+if [ "$BOTH_ZK" != "1" ]; then
+    # a private copy: a cargo build during the run must not swap the binary
+    cp "$ZKR_BIN" "$RUN_DIR/zkr" || die "cannot copy $ZKR_BIN"
+    ZKR_SRC="$ZKR_BIN"
+    ZKR_BIN="$RUN_DIR/zkr"
+fi
+
+# ---------------------------------------------------------------- ports (26000-26999)
+
+port_free() {
+    "$PY" - "$@" <<'EOF'
+import socket, sys
+for p in sys.argv[1:]:
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", int(p)))
+    except OSError:
+        sys.exit(1)
+    finally:
+        s.close()
+EOF
+}
+BASE=""
+for _ in $(seq 1 60); do
+    b=$((26000 + (RANDOM % 200) * 5))
+    if port_free "$b" $((b + 1)) $((b + 2)); then BASE=$b; break; fi
+done
+[ -n "$BASE" ] || die "no free ports in 26000-26999"
+ZK_PORT=$BASE        # ZooKeeper: the workload, then restarted on the same data
+IMP_PORT=$((BASE + 1))  # zkr on the imported directory (or the 2nd ZooKeeper)
+
+# ---------------------------------------------------------------- processes
+
+PIDS=()
+cleanup() {
+    local p
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+    for p in "${PIDS[@]}"; do
+        for _ in $(seq 1 30); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+        kill -9 "$p" 2>/dev/null
+    done
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+stop_pid() {  # pid signal: signal it and wait (up to 10 s) until it is gone
+    kill "-$2" "$1" 2>/dev/null
+    for _ in $(seq 1 100); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
+    kill -9 "$1" 2>/dev/null
+    sleep 0.2
+}
+
+ruok() { [ "$(echo ruok | nc -q1 -w2 127.0.0.1 "$1" 2>/dev/null)" = "imok" ]; }
+
+write_cfg() {  # file port dataDir [dataLogDir]
+    {
+        echo "tickTime=2000"
+        echo "clientPort=$2"
+        echo "clientPortAddress=127.0.0.1"
+        echo "dataDir=$3"
+        [ -n "${4:-}" ] && echo "dataLogDir=$4"
+        echo "snapCount=50"
+        echo "admin.enableServer=false"
+        echo "extendedTypesEnabled=true"
+        echo "maxClientCnxns=0"
+        echo "4lw.commands.whitelist=*"
+    } >"$1"
+}
+
+start_zk() {  # cfg port logfile [extra jvm flags] -> LAST_PID, LAST_START
+    local dir
+    dir="$(dirname "$1")"
+    LAST_START=$(date +%s.%N)
+    # start-foreground (backgrounded here) execs the JVM, so $! is the server
+    # pid and its output stays here; Debian's zkEnv.sh ignores ZOO_LOG_DIR
+    # with "zkServer.sh start".
+    ZOOCFGDIR="$dir" ZOO_LOG_DIR="$dir" ZOOPIDFILE="$dir/pid" JMXDISABLE=true \
+        SERVER_JVMFLAGS="-Dzookeeper.DigestAuthenticationProvider.superDigest=$SUPER_DIGEST -Dzookeeper.log.dir=$dir -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 ${4:-}" \
+        "$ZK_BIN_DIR/zkServer.sh" start-foreground "$1" >>"$3" 2>&1 </dev/null &
+    LAST_PID=$!
+    disown "$LAST_PID"
+    PIDS+=("$LAST_PID")
+    for _ in $(seq 1 150); do
+        ruok "$2" && return 0
+        kill -0 "$LAST_PID" 2>/dev/null || break
+        sleep 0.2
+    done
+    tail -n 30 "$3" >&2
+    die "ZooKeeper ($1) did not start on port $2"
+}
+
+start_zkr() {  # datadir port logfile -> LAST_PID, LAST_START
+    LAST_START=$(date +%s.%N)
+    "$ZKR_BIN" serve --bind 127.0.0.1 --port "$2" --data-dir "$1" --super-digest "$SUPER_DIGEST" \
+        --container-check-interval-ms "$SWEEP_MS" >"$3.stdout" 2>"$3" </dev/null &
+    LAST_PID=$!
+    disown "$LAST_PID"
+    PIDS+=("$LAST_PID")
+    for _ in $(seq 1 150); do
+        nc -z -w1 127.0.0.1 "$2" 2>/dev/null && return 0
+        kill -0 "$LAST_PID" 2>/dev/null || break
+        sleep 0.2
+    done
+    return 1
+}
+
+# ---------------------------------------------------------------- checks
+
+PASSED=0
+FAILED=0
+FAILED_NAMES=()
+pass() { echo "PASS $*"; PASSED=$((PASSED + 1)); }
+fail() { echo "FAIL $*"; FAILED=$((FAILED + 1)); FAILED_NAMES+=("${1%:}"); }
+indent() { sed 's/^/    /'; }
+
+# runs "zkimport.py compare", prints its lines and counts them
+compare() {  # [types] label expected.json actual.json expected_name actual_name
+    local out cmd=compare
+    [ "$1" = types ] && { cmd=compare-types; shift; }
+    out=$(timeout 60 "$PY" "$HERE/zkimport.py" "$cmd" "$@" 2>&1)
+    echo "$out"
+    local p f
+    p=$(grep -c '^PASS ' <<<"$out")
+    f=$(grep -c '^FAIL ' <<<"$out")
+    PASSED=$((PASSED + p))
+    FAILED=$((FAILED + f))
+    [ "$f" -gt 0 ] && FAILED_NAMES+=($(grep '^FAIL ' <<<"$out" | awk '{print $2}' | tr -d :))
+    if [ $((p + f)) -eq 0 ]; then
+        fail "$1/compare: the comparison did not run"
+    fi
+}
+
+count_files() {  # dir prefix
+    ls -1 "$1" 2>/dev/null | grep -c "^$2\."
+}
+
+# ---------------------------------------------------------------- one variant
+#   kill     dataDir + separate dataLogDir, ZooKeeper killed with SIGKILL
+#   clean    dataDir + separate dataLogDir, ZooKeeper stopped with SIGTERM
+#   samedir  no dataLogDir (logs next to the snapshots), SIGKILL
+
+run_variant() {
+    local v="$1" d="$RUN_DIR/$1" logdir="" sig=KILL
+    case "$v" in
+        kill) logdir="$d/zk/datalog" ;;
+        clean) logdir="$d/zk/datalog"; sig=TERM ;;
+        samedir) ;;
+    esac
+    mkdir -p "$d/zk/data" "$d/imported"
+    [ -n "$logdir" ] && mkdir -p "$logdir"
+    write_cfg "$d/zk/zoo.cfg" "$ZK_PORT" "$d/zk/data" "$logdir"
+    local t0
+    t0=$(date +%s)
+
+    say "$v: ZooKeeper on 127.0.0.1:$ZK_PORT, workload"
+    start_zk "$d/zk/zoo.cfg" "$ZK_PORT" "$d/zk/server.log"
+    local zk_pid=$LAST_PID
+    "$PY" "$HERE/zkimport.py" workload "127.0.0.1:$ZK_PORT" "$d/prestop.json" "$d/ready" "$d/zk/data/version-2" \
+        >"$d/workload.log" 2>&1 </dev/null &
+    local wl_pid=$!
+    disown "$wl_pid"
+    PIDS+=("$wl_pid")
+    for _ in $(seq 1 600); do
+        [ -f "$d/ready" ] && break
+        kill -0 "$wl_pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    if [ ! -f "$d/ready" ]; then
+        tail -n 30 "$d/workload.log" >&2
+        die "$v: the workload did not finish (log: $d/workload.log)"
+    fi
+    say "$v: workload done ($(cat "$d/ready")), stopping ZooKeeper with SIG$sig"
+    stop_pid "$zk_pid" "$sig"
+    stop_pid "$wl_pid" KILL   # the holder session must not reconnect to the restarted server
+
+    local snapdir="$d/zk/data/version-2" txndir="${logdir:-$d/zk/data}/version-2"
+    local nsnap nlog
+    nsnap=$(count_files "$snapdir" snapshot)
+    nlog=$(count_files "$txndir" log)
+    local shape="$nsnap snapshot.* in ${snapdir#$RUN_DIR/}, $nlog log.* in ${txndir#$RUN_DIR/}"
+    if [ -n "$logdir" ] && [ "$(count_files "$snapdir" log)" -ne 0 ]; then
+        fail "$v/shape: log files in dataDir although dataLogDir is set ($shape)"
+    elif [ "$nsnap" -ge "$MIN_FILES" ] && [ "$nlog" -ge "$MIN_FILES" ]; then
+        pass "$v/shape: $shape; $(sed -n 's/.*ops, \(.*txns.*\), holder.*/\1/p' "$d/ready")"
+    else
+        fail "$v/shape: want at least $MIN_FILES of each: $shape"
+    fi
+    (cd "$d/zk" && ls -l data/version-2 ${logdir:+datalog/version-2}) >"$d/files.txt" 2>&1
+
+    # import (before ZooKeeper restarts and writes a new snapshot)
+    local imp_ok=1 s0 secs
+    s0=$(date +%s%N)
+    if [ "$BOTH_ZK" = "1" ]; then
+        cp -a --sparse=always "$d/zk/data" "$d/imported/data"
+        [ -n "$logdir" ] && cp -a --sparse=always "$logdir" "$d/imported/datalog"
+        write_cfg "$d/imported/zoo.cfg" "$IMP_PORT" "$d/imported/data" "${logdir:+$d/imported/datalog}"
+        pass "$v/import: copied the ZooKeeper directories (IMPORT_BOTH_ZK=1)"
+    else
+        local args=(import-zookeeper --zk-data-dir "$d/zk/data" --data-dir "$d/imported/zkr")
+        [ -n "$logdir" ] && args+=(--zk-data-log-dir "$logdir")
+        echo "$ZKR_BIN ${args[*]}" >"$d/import.log"
+        timeout 60 "$ZKR_BIN" "${args[@]}" >>"$d/import.log" 2>&1 </dev/null
+        local rc=$?
+        secs=$(( ($(date +%s%N) - s0) / 1000000 ))
+        if [ "$rc" -eq 0 ]; then
+            pass "$v/import: zkr import-zookeeper exit 0 (${secs} ms)"
+        else
+            fail "$v/import: zkr import-zookeeper exit $rc (log: $d/import.log)"
+            tail -n 15 "$d/import.log" | indent
+            imp_ok=0
+        fi
+    fi
+
+    # restart ZooKeeper on the original data; start the imported side
+    local sweep="-Dznode.container.checkIntervalMs=$SWEEP_MS"
+    start_zk "$d/zk/zoo.cfg" "$ZK_PORT" "$d/zk/server-restarted.log" "$sweep"
+    local zk2_pid=$LAST_PID zk2_start=$LAST_START imp_pid="" imp_start="" imp_name
+    if [ "$imp_ok" -eq 1 ]; then
+        if [ "$BOTH_ZK" = "1" ]; then
+            imp_name=zookeeper2
+            start_zk "$d/imported/zoo.cfg" "$IMP_PORT" "$d/imported/server.log" "$sweep"
+            imp_pid=$LAST_PID imp_start=$LAST_START
+        else
+            imp_name=zkr
+            if start_zkr "$d/imported/zkr" "$IMP_PORT" "$d/imported/zkr.log"; then
+                imp_pid=$LAST_PID imp_start=$LAST_START
+            else
+                fail "$v/serve: zkr did not start on the imported directory (log: $d/imported/zkr.log)"
+                sed "s/\x1b\[[0-9;]*m//g" "$d/imported/zkr.log" | tail -n 15 | indent
+                imp_ok=0
+            fi
+        fi
+    fi
+
+    # walk both right away: restored sessions expire after their timeout (40 s)
+    timeout 60 "$PY" "$HERE/zkimport.py" dump "127.0.0.1:$ZK_PORT" "$d/zookeeper.json" --probe \
+        2>"$d/walk-zookeeper.log" ||
+        { cat "$d/walk-zookeeper.log" >&2; die "$v: walking the restarted ZooKeeper failed"; }
+    if [ "$imp_ok" -eq 1 ]; then
+        if ! timeout 60 "$PY" "$HERE/zkimport.py" dump "127.0.0.1:$IMP_PORT" "$d/$imp_name.json" --probe \
+            2>"$d/walk-$imp_name.log"; then
+            fail "$v/walk: walking $imp_name failed (log: $d/walk-$imp_name.log)"
+            tail -n 8 "$d/walk-$imp_name.log" | indent
+            imp_ok=0
+        fi
+    fi
+
+    # the reference: ZooKeeper restarted on its data serves the tree it had
+    compare "$v/reference" "$d/prestop.json" "$d/zookeeper.json" before-stop zookeeper-restarted
+    if [ "$imp_ok" -eq 1 ]; then
+        compare "$v" "$d/zookeeper.json" "$d/$imp_name.json" zookeeper "$imp_name"
+
+        # behaviour after the walk: containers / TTL nodes are swept once empty
+        timeout 60 "$PY" "$HERE/zkimport.py" types "127.0.0.1:$ZK_PORT" "$d/types-zookeeper.json" \
+            2>"$d/types-zookeeper.log" &
+        local tp=$!
+        timeout 60 "$PY" "$HERE/zkimport.py" types "127.0.0.1:$IMP_PORT" "$d/types-$imp_name.json" \
+            2>"$d/types-$imp_name.log"
+        local trc=$?
+        wait "$tp" || die "$v: the types check failed on ZooKeeper: $(tail -n 1 "$d/types-zookeeper.log")"
+        if [ "$trc" -ne 0 ]; then
+            fail "$v/types: client error against $imp_name (log: $d/types-$imp_name.log)"
+            tail -n 5 "$d/types-$imp_name.log" | indent
+        else
+            compare types "$v" "$d/types-zookeeper.json" "$d/types-$imp_name.json" zookeeper "$imp_name"
+        fi
+
+        # kill variant: the restored holder session expires after its timeout
+        if [ "$v" = kill ]; then
+            timeout 120 "$PY" "$HERE/zkimport.py" expiry "127.0.0.1:$ZK_PORT" "$zk2_start" \
+                "$d/expiry-zookeeper.json" 2>"$d/expiry-zookeeper.log" &
+            local ep=$!
+            timeout 120 "$PY" "$HERE/zkimport.py" expiry "127.0.0.1:$IMP_PORT" "$imp_start" \
+                "$d/expiry-$imp_name.json" 2>"$d/expiry-$imp_name.log"
+            local erc=$?
+            wait "$ep" || die "$v: the expiry check failed on ZooKeeper: $(tail -n 1 "$d/expiry-zookeeper.log")"
+            local ez ei
+            ez=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["gone_after"])' "$d/expiry-zookeeper.json")
+            ei=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["gone_after"])' "$d/expiry-$imp_name.json" 2>/dev/null)
+            local msg="ephemerals of the restored sessions gone ${ez}s after start on zookeeper, ${ei:-?}s on $imp_name (session timeout ${IMPORT_HOLDER_TIMEOUT}s)"
+            if [ "$erc" -eq 0 ] && "$PY" -c 'import sys; t=float(sys.argv[1]); sys.exit(0 if all(v != "None" and t - 1 <= float(v) <= t + 8 for v in sys.argv[2:]) else 1)' \
+                "$IMPORT_HOLDER_TIMEOUT" "$ez" "$ei"; then
+                pass "$v/session-expiry: $msg"
+            else
+                fail "$v/session-expiry: $msg; want both within [timeout-1, timeout+8]"
+            fi
+        fi
+        if [ -n "$imp_pid" ] && ! kill -0 "$imp_pid" 2>/dev/null; then
+            fail "$v/alive: $imp_name exited during the checks"
+        fi
+    fi
+    stop_pid "$zk2_pid" TERM
+    [ -n "$imp_pid" ] && stop_pid "$imp_pid" TERM
+    say "$v: done in $(( $(date +%s) - t0 ))s"
+}
+
+T0=$(date +%s)
+say "run directory $RUN_DIR; ports $ZK_PORT (ZooKeeper), $IMP_PORT (imported)"
+[ "$BOTH_ZK" = "1" ] && say "IMPORT_BOTH_ZK=1: the imported side is a 2nd ZooKeeper on a copy of the data" ||
+    say "zkr: $ZKR_SRC"
+for v in "${VARIANTS[@]}"; do
+    run_variant "$v"
+done
+
+[ "$FAILED" -gt 0 ] && say "failed: ${FAILED_NAMES[*]}; files in $RUN_DIR"
+say "total time $(( $(date +%s) - T0 ))s"
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" -eq 0 ]

@@ -27,5 +27,14 @@ fi
 echo "== cargo bench --no-run (micro-benchmarks compile)"
 cargo bench --locked --no-run 2>&1 | tail -n 2
 
+export ZKR_BIN="$PWD/target/release/zkr"
+FAILED=()
 echo "== interop suite (real clients, zkr vs Debian ZooKeeper)"
-ZKR_BIN="$PWD/target/release/zkr" bash tests/interop/run.sh
+bash tests/interop/run.sh || FAILED+=("interop")
+echo "== Java-client session across zkr restarts"
+bash tests/interop/restart/run.sh || FAILED+=("restart")
+if [ ${#FAILED[@]} -gt 0 ]; then
+  echo "failed suites: ${FAILED[*]}"
+  exit 1
+fi
+echo "all suites passed"

@@ -31,6 +31,8 @@ export ZKR_BIN="$PWD/target/release/zkr"
 FAILED=()
 echo "== interop suite (real clients, zkr vs Debian ZooKeeper)"
 bash tests/interop/run.sh || FAILED+=("interop")
+echo "== import-zookeeper: data written by Debian's ZooKeeper, imported, compared node by node"
+bash tests/interop/import/run.sh || FAILED+=("import")
 echo "== Java-client session across zkr restarts"
 bash tests/interop/restart/run.sh || FAILED+=("restart")
 if [ ${#FAILED[@]} -gt 0 ]; then

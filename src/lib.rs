@@ -13,6 +13,7 @@
 //! watches are connection-local; every queue is bounded.
 #![forbid(unsafe_code)]
 
+pub mod bench;
 pub mod codec;
 pub mod config;
 pub mod import;

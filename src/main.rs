@@ -14,6 +14,8 @@ struct Cli {
 enum Command {
     /// Serve ZooKeeper clients (default: 0.0.0.0:2181, data in ./zkr-data).
     Serve(ServeArgs),
+    /// Load generator speaking the ZooKeeper protocol (point it at zkr or at ZooKeeper).
+    Bench(zkr::bench::BenchArgs),
     /// Convert a ZooKeeper data directory (snapshots + transaction logs) into a zkr data directory.
     ImportZookeeper {
         /// ZooKeeper's dataDir (the one holding version-2/).
@@ -39,6 +41,14 @@ fn main() -> anyhow::Result<()> {
         .init();
     let cli = Cli::parse();
     match cli.command {
+        Command::Bench(args) => {
+            let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+            if let Err(e) = rt.block_on(zkr::bench::run(args)) {
+                eprintln!("zkr bench: {e}");
+                std::process::exit(1);
+            }
+            Ok(())
+        }
         Command::ImportZookeeper { zk_data_dir, zk_data_log_dir, data_dir } => {
             match zkr::import::import(&zk_data_dir, zk_data_log_dir.as_deref(), &data_dir) {
                 Ok(i) => {

@@ -341,7 +341,22 @@ impl DataTree {
                 OpOutcome::SetAcl { stat: n.wire_stat() }
             }
             TxnOp::Check { .. } => OpOutcome::Checked,
-            TxnOp::Multi(ops) => OpOutcome::Multi(ops.iter().map(|op| self.apply_op(txn, op, changes)).collect()),
+            TxnOp::Multi(ops) => {
+                // A multi with an error sub-txn applies nothing (DataTree.processTxn). zkr's prep
+                // already logs such a multi as all errors; ZooKeeper's own logs (import) keep
+                // the ops before the failing one, so they are turned into errors here.
+                if let Some(failed) = ops.iter().position(|o| matches!(o, TxnOp::Error(_))) {
+                    let code = |i: usize, o: &TxnOp| match o {
+                        TxnOp::Error(code) => *code,
+                        _ if i < failed => crate::proto::ErrorCode::Ok,
+                        _ => crate::proto::ErrorCode::RuntimeInconsistency,
+                    };
+                    return OpOutcome::Multi(
+                        ops.iter().enumerate().map(|(i, o)| OpOutcome::Error(code(i, o))).collect(),
+                    );
+                }
+                OpOutcome::Multi(ops.iter().map(|op| self.apply_op(txn, op, changes)).collect())
+            }
             TxnOp::Error(code) => OpOutcome::Error(*code),
         }
     }

@@ -49,7 +49,7 @@ BOTH_ZK="${IMPORT_BOTH_ZK:-0}"
 if [ "$BOTH_ZK" != "1" ]; then
     ZKR_BIN="${ZKR_BIN:-$REPO/target/release/zkr}"
     [ -x "$ZKR_BIN" ] || die "ZKR_BIN=$ZKR_BIN is not executable (build it, or IMPORT_BOTH_ZK=1)"
-    "$ZKR_BIN" import-zookeeper --help >/dev/null 2>&1 ||
+    "$ZKR_BIN" import-zookeeper --help 2>&1 | grep -q -- --zk-data-dir ||
         die "$ZKR_BIN has no import-zookeeper command (or IMPORT_BOTH_ZK=1 to test the harness)"
 fi
 SUPER_DIGEST="super:$("$PY" -c 'import base64,hashlib,sys; print(base64.b64encode(hashlib.sha1(sys.argv[1].encode()).digest()).decode())' "$SUPER_PW")"
@@ -175,7 +175,7 @@ PASSED=0
 FAILED=0
 FAILED_NAMES=()
 pass() { echo "PASS $*"; PASSED=$((PASSED + 1)); }
-fail() { echo "FAIL $*"; FAILED=$((FAILED + 1)); FAILED_NAMES+=("${1%:}"); }
+fail() { echo "FAIL $*"; FAILED=$((FAILED + 1)); FAILED_NAMES+=("${*%%:*}"); }
 indent() { sed 's/^/    /'; }
 
 # runs "zkimport.py compare", prints its lines and counts them
@@ -234,7 +234,7 @@ run_variant() {
         tail -n 30 "$d/workload.log" >&2
         die "$v: the workload did not finish (log: $d/workload.log)"
     fi
-    say "$v: workload done ($(cat "$d/ready")), stopping ZooKeeper with SIG$sig"
+    say "$v: workload done ($(head -n 1 "$d/ready")), stopping ZooKeeper with SIG$sig"
     stop_pid "$zk_pid" "$sig"
     stop_pid "$wl_pid" KILL   # the holder session must not reconnect to the restarted server
 
@@ -246,7 +246,7 @@ run_variant() {
     if [ -n "$logdir" ] && [ "$(count_files "$snapdir" log)" -ne 0 ]; then
         fail "$v/shape: log files in dataDir although dataLogDir is set ($shape)"
     elif [ "$nsnap" -ge "$MIN_FILES" ] && [ "$nlog" -ge "$MIN_FILES" ]; then
-        pass "$v/shape: $shape; $(sed -n 's/.*ops, \(.*txns.*\), holder.*/\1/p' "$d/ready")"
+        pass "$v/shape: $shape; $(sed -n 2p "$d/ready")"
     else
         fail "$v/shape: want at least $MIN_FILES of each: $shape"
     fi

@@ -559,7 +559,7 @@ def main():
         c.stop()
         c.close()
         with open(ready, "w") as f:
-            f.write("%d ops, %s, holder sessions %s\n" % (n, tail, ids))
+            f.write("%d ops, holder sessions %s\n%s\n" % (n, ids, tail))
         threading.Event().wait()  # until killed; keeps the holder sessions open
     elif cmd == "dump":
         dump(args[0], args[1], probe="--probe" in args[2:])

@@ -376,11 +376,20 @@ async fn a_corrupt_snapshot_is_refused_unless_asked_to_fall_back() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_disk_stops_acknowledgements_instead_of_losing_writes() {
+    log_failure_stops_acknowledgements("ZKR_FAILPOINT_LOG_FULL_AFTER").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_fsync_stops_acknowledgements_instead_of_losing_writes() {
+    log_failure_stops_acknowledgements("ZKR_FAILPOINT_FSYNC_FAILS_AFTER").await;
+}
+
+async fn log_failure_stops_acknowledgements(failpoint: &str) {
     let data = common::temp_dir();
     let mut child = Command::new(env!("CARGO_BIN_EXE_zkr"))
         .args(["serve", "--bind", "127.0.0.1", "--port", "0", "--data-dir"])
         .arg(&data)
-        .env("ZKR_FAILPOINT_LOG_FULL_AFTER", "20000")
+        .env(failpoint, "20000")
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();

@@ -178,11 +178,18 @@ pub struct Wal {
     /// Failpoint for tests: appends fail like a full disk once this many bytes were appended
     /// by this process (env `ZKR_FAILPOINT_LOG_FULL_AFTER`).
     fail_after: Option<u64>,
+    /// Failpoint for tests: fsync fails once this many bytes were appended
+    /// (env `ZKR_FAILPOINT_FSYNC_FAILS_AFTER`).
+    fail_sync_after: Option<u64>,
     appended: u64,
 }
 
 fn failpoint() -> Option<u64> {
     std::env::var("ZKR_FAILPOINT_LOG_FULL_AFTER").ok().and_then(|v| v.parse().ok())
+}
+
+fn sync_failpoint() -> Option<u64> {
+    std::env::var("ZKR_FAILPOINT_FSYNC_FAILS_AFTER").ok().and_then(|v| v.parse().ok())
 }
 
 impl Wal {
@@ -205,6 +212,7 @@ impl Wal {
                     offset: off,
                     force_sync,
                     fail_after: failpoint(),
+                    fail_sync_after: sync_failpoint(),
                     appended: 0,
                 })
             }
@@ -227,7 +235,16 @@ impl Wal {
         if let Ok(d) = File::open(dir) {
             let _ = d.sync_all();
         }
-        Ok(Wal { dir: dir.to_owned(), file, path, offset: HEADER, force_sync, fail_after: failpoint(), appended: 0 })
+        Ok(Wal {
+            dir: dir.to_owned(),
+            file,
+            path,
+            offset: HEADER,
+            force_sync,
+            fail_after: failpoint(),
+            fail_sync_after: sync_failpoint(),
+            appended: 0,
+        })
     }
 
     /// Appends encoded records (`len | crc | payload` each, see `frame`), rolling to a new
@@ -251,6 +268,10 @@ impl Wal {
 
     /// Makes everything appended durable (fdatasync), unless forceSync=no.
     pub fn sync(&mut self) -> Result<(), StorageError> {
+        if self.fail_sync_after.is_some_and(|limit| self.appended > limit) {
+            let e = std::io::Error::other("fsync failed (failpoint)");
+            return Err(StorageError::io(&self.path, e));
+        }
         if self.force_sync {
             self.file.sync_data().map_err(|e| StorageError::io(&self.path, e))?;
         }

@@ -92,6 +92,10 @@ pub fn replay(dir: &Path, after: Zxid) -> Result<Replay, StorageError> {
     let mut tail = None;
     for (n, (_, path)) in segs.iter().enumerate() {
         let last = n + 1 == segs.len();
+        // A segment followed by one that starts at or before `after + 1` holds nothing newer.
+        if !last && segs[n + 1].0 <= after + 1 {
+            continue;
+        }
         let io = |e| StorageError::io(path, e);
         let mut r = std::io::BufReader::with_capacity(1 << 20, File::open(path).map_err(io)?);
         let mut header = [0u8; HEADER as usize];
@@ -123,6 +127,12 @@ pub fn replay(dir: &Path, after: Zxid) -> Result<Replay, StorageError> {
                 payload.resize(len as usize, 0);
                 let have = read_full(&mut r, &mut payload).map_err(io)?;
                 if have == payload.len() && crc32fast::hash(&payload) == crc {
+                    // Records the snapshot already covers are checked but not decoded.
+                    let zxid = payload.get(..8).map(|b| i64::from_be_bytes(b.try_into().unwrap_or([0; 8])));
+                    if zxid.is_some_and(|z| z <= after) {
+                        off += 8 + len;
+                        continue;
+                    }
                     txn = super::record::decode(&payload).ok();
                 }
             }

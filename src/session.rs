@@ -47,6 +47,28 @@ impl Passwords {
     }
 }
 
+/// The password ZooKeeper gives session `id`: `new java.util.Random(id ^ 0xB3415C00).nextBytes`
+/// (`ZooKeeperServer.generatePasswd`). Accepted only for sessions imported from ZooKeeper, so
+/// that its clients can re-attach to zkr after a migration.
+pub fn zookeeper_password(id: SessionId) -> [u8; PASSWORD_LEN] {
+    const MULT: i64 = 0x5DEE_CE66D;
+    const MASK: i64 = (1 << 48) - 1;
+    let mut seed = (id ^ 0xB341_5C00 ^ MULT) & MASK;
+    let mut next_int = || {
+        seed = (seed.wrapping_mul(MULT).wrapping_add(0xB)) & MASK;
+        (seed >> 16) as i32
+    };
+    let mut out = [0u8; PASSWORD_LEN];
+    for chunk in out.chunks_mut(4) {
+        let mut rnd = next_int();
+        for b in chunk {
+            *b = rnd as u8;
+            rnd >>= 8;
+        }
+    }
+    out
+}
+
 /// First session id: ZooKeeper's layout, `(time << 24) >>> 8` with the server id in the top byte.
 pub fn initial_session_id(now_ms: i64, server_id: u8) -> SessionId {
     let t = ((now_ms as u64) << 24) >> 8;
@@ -142,6 +164,13 @@ mod tests {
         assert!(p.verify(42, &pw));
         assert!(!p.verify(43, &pw));
         assert!(!p.verify(42, &[0; 16]));
+    }
+
+    #[test]
+    fn zookeeper_passwords_match_a_real_server() {
+        // Session 0x1000020b7660000 and its password, from protocol-fixtures/multi-fail.txt.
+        let want = [0xb8, 0x94, 0x4c, 0x16, 0xe5, 0xd3, 0x6d, 0xc2, 0x56, 0xc2, 0x3f, 0x0a, 0x36, 0x4b, 0xa9, 0xf6];
+        assert_eq!(zookeeper_password(0x1000020b7660000), want);
     }
 
     #[test]

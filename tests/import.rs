@@ -56,3 +56,37 @@ fn import_refuses_a_used_data_directory_and_a_missing_source() {
     assert!(matches!(zkr::import::import(&src, None, &out), Err(zkr::import::ImportError::NotEmpty(_))));
     assert!(matches!(zkr::import::load(&out.join("nothing"), None), Err(zkr::import::ImportError::Empty(_))));
 }
+
+mod common;
+
+/// Clients of the old ZooKeeper keep their (session id, password) and re-attach to zkr after a
+/// migration; ZooKeeper-derived passwords are accepted only for sessions that were imported.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn imported_sessions_accept_zookeeper_passwords_and_only_they_do() {
+    let cfg = common::test_config();
+    let mut tree = zkr::tree::DataTree::new();
+    let imported: i64 = 0x1000020b7660000;
+    let native: i64 = 0x1000020b7660001;
+    tree.restore_session(imported, 5000, true);
+    tree.restore_session(native, 5000, false);
+    zkr::storage::snapshot::write(&cfg.data_dir.join("snap"), &tree).unwrap();
+    let (server, addr) = common::start_with(cfg).await;
+    let attach = |id: i64, password: Vec<u8>| {
+        let addr = addr.clone();
+        async move {
+            let mut r = common::Raw::open(&addr).await;
+            let mut req = common::new_session(5000);
+            req.session_id = id;
+            req.password = password;
+            r.handshake(req).await.unwrap().session_id
+        }
+    };
+    assert_eq!(attach(imported, zkr::session::zookeeper_password(imported).to_vec()).await, imported);
+    assert_eq!(attach(imported, vec![7; 16]).await, 0, "a wrong password is still refused");
+    assert_eq!(
+        attach(native, zkr::session::zookeeper_password(native).to_vec()).await,
+        0,
+        "not for zkr's own sessions"
+    );
+    server.shutdown().await;
+}

@@ -92,7 +92,7 @@ pub fn read_snapshot(path: &Path, zxid: Zxid) -> Result<DataTree, ImportError> {
     for _ in 0..sessions.max(0) {
         let id = c.long("session id")?;
         let timeout = c.int("session timeout")?;
-        tree.restore_session(id, timeout);
+        tree.restore_session(id, timeout, true);
     }
     let mut acls: HashMap<i64, Vec<Acl>> = HashMap::new();
     let n = c.int("acl cache size")?;
@@ -305,6 +305,7 @@ pub fn load(data_dir: &Path, log_dir: Option<&Path>) -> Result<(DataTree, Option
         changes.clear();
         tree.apply(t, &mut changes);
     }
+    tree.mark_sessions_imported();
     Ok((tree, used, logs.len() - first, txns.len()))
 }
 

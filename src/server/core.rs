@@ -345,7 +345,10 @@ impl Core {
             sid
         } else {
             let sid = req.session_id;
-            let known = self.sessions.contains_key(&sid) && self.passwords.verify(sid, &req.password);
+            let zk_imported = self.tree.sessions().get(&sid).is_some_and(|s| s.zk_password);
+            let known = self.sessions.contains_key(&sid)
+                && (self.passwords.verify(sid, &req.password)
+                    || (zk_imported && req.password == crate::session::zookeeper_password(sid)));
             if !known {
                 tracing::info!(session = format!("0x{sid:x}"), %peer, "re-attach refused: session expired, unknown or wrong password");
                 self.send(id, Outbound::Connected(ConnectResponse::expired()));

@@ -5,7 +5,7 @@
 //! layout    "ZKRS" | version u32 = 1 | zxid i64 | nodes u64 | node* | sessions u32 | session* | crc32 u32
 //! node      path ustring | data buffer | acl vector<ACL> | czxid mzxid pzxid ctime mtime i64
 //!           | version cversion aversion i32 | ephemeralOwner i64        (parents before children)
-//! session   id i64 | timeout i32
+//! session   id i64 | timeout i32 | flags u8 (bit 0: imported from ZooKeeper, password derived its way)
 //! ```
 //! The crc32 covers every byte before it. A snapshot is an exact image of the tree at its zxid:
 //! the core hands a copy of the tree (node payloads are shared, not copied) to a background
@@ -70,6 +70,7 @@ pub fn encode(tree: &DataTree) -> Vec<u8> {
     for (id, info) in tree.sessions() {
         b.put_i64(*id);
         b.put_i32(info.timeout_ms);
+        b.put_u8(info.zk_password as u8);
     }
     let crc = crc32fast::hash(&b);
     b.put_u32(crc);
@@ -135,7 +136,8 @@ pub fn read(path: &Path) -> Result<DataTree, StorageError> {
         for _ in 0..sessions {
             let (r, id) = jute::long(i)?;
             let (r, timeout) = jute::int(r)?;
-            tree.restore_session(id, timeout);
+            let (r, flags) = jute::boolean(r)?;
+            tree.restore_session(id, timeout, flags);
             i = r;
         }
         Ok((i, tree))

@@ -45,6 +45,8 @@ pub enum OpOutcome {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SessionInfo {
     pub timeout_ms: i32,
+    /// Imported from ZooKeeper: its clients still hold a password derived ZooKeeper's way.
+    pub zk_password: bool,
 }
 
 pub const ROOT: NodeId = 0;
@@ -149,8 +151,15 @@ impl DataTree {
         true
     }
 
-    pub fn restore_session(&mut self, id: SessionId, timeout_ms: i32) {
-        self.sessions.insert(id, SessionInfo { timeout_ms });
+    pub fn restore_session(&mut self, id: SessionId, timeout_ms: i32, zk_password: bool) {
+        self.sessions.insert(id, SessionInfo { timeout_ms, zk_password });
+    }
+
+    /// Marks every session as imported from ZooKeeper (their clients keep ZooKeeper passwords).
+    pub fn mark_sessions_imported(&mut self) {
+        for s in self.sessions.values_mut() {
+            s.zk_password = true;
+        }
     }
 
     pub fn set_last_zxid(&mut self, zxid: Zxid) {
@@ -287,7 +296,7 @@ impl DataTree {
     fn apply_op(&mut self, txn: &Txn, op: &TxnOp, changes: &mut Vec<Change>) -> OpOutcome {
         match op {
             TxnOp::CreateSession { timeout_ms } => {
-                self.sessions.insert(txn.session, SessionInfo { timeout_ms: *timeout_ms });
+                self.sessions.insert(txn.session, SessionInfo { timeout_ms: *timeout_ms, zk_password: false });
                 OpOutcome::Session
             }
             TxnOp::CloseSession => {

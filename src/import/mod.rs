@@ -123,7 +123,7 @@ pub fn read_snapshot(path: &Path, zxid: Zxid) -> Result<DataTree, ImportError> {
         };
         let stat = NodeStat { czxid, mzxid, pzxid, ctime, mtime, version, cversion, aversion, ephemeral_owner };
         let p = if path.is_empty() { "/" } else { path.as_str() };
-        if !tree.restore_node(p, data, &acl, stat) {
+        if !tree.restore_node(p, data, &acl, stat, 0) {
             return Err(c.err(&format!("node {p} comes before its parent")));
         }
     }

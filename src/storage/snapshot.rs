@@ -4,7 +4,8 @@
 //! file      snapshot.<zxid, 16 hex digits>   (written as .tmp, fsync'd, renamed, dir fsync'd)
 //! layout    "ZKRS" | version u32 = 1 | zxid i64 | nodes u64 | node* | sessions u32 | session* | crc32 u32
 //! node      path ustring | data buffer | acl vector<ACL> | czxid mzxid pzxid ctime mtime i64
-//!           | version cversion aversion i32 | ephemeralOwner i64        (parents before children)
+//!           | version cversion aversion i32 | ephemeralOwner i64 | children u32
+//!           (parents before children; the child count sizes the child map once on load)
 //! session   id i64 | timeout i32 | flags u8 (bit 0: imported from ZooKeeper, password derived its way)
 //! ```
 //! The crc32 covers every byte before it. A snapshot is an exact image of the tree at its zxid:
@@ -65,6 +66,7 @@ pub fn encode(tree: &DataTree) -> Vec<u8> {
             b.put_i32(v);
         }
         b.put_i64(s.ephemeral_owner);
+        b.put_u32(n.children.len() as u32);
     });
     b.put_u32(tree.sessions().len() as u32);
     for (id, info) in tree.sessions() {
@@ -126,8 +128,9 @@ pub fn read(path: &Path) -> Result<DataTree, StorageError> {
             let (r, cversion) = jute::int(r)?;
             let (r, aversion) = jute::int(r)?;
             let (r, ephemeral_owner) = jute::long(r)?;
+            let (r, children) = jute::int(r)?;
             let stat = NodeStat { czxid, mzxid, pzxid, ctime, mtime, version, cversion, aversion, ephemeral_owner };
-            if !tree.restore_node(&path, data, &acl, stat) {
+            if !tree.restore_node(&path, data, &acl, stat, children.max(0) as usize) {
                 return Err(nom::Err::Failure(jute::DecodeError::Malformed(nom::error::ErrorKind::Verify)));
             }
             i = r;

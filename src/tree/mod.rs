@@ -9,7 +9,7 @@ mod node;
 pub mod path;
 pub mod prep;
 
-pub use node::{NodeId, NodeStat, Znode};
+pub use node::{Children, NodeId, NodeStat, Znode};
 
 use crate::proto::{Acl, Stat};
 use crate::txn::{owner, SessionId, Txn, TxnOp, Zxid};
@@ -103,7 +103,7 @@ impl DataTree {
             data: Some(Bytes::new()),
             acl,
             stat: NodeStat::default(),
-            children: HashMap::new(),
+            children: Children::default(),
         };
         t.nodes.insert(root);
         t
@@ -112,7 +112,8 @@ impl DataTree {
     fn attach(&mut self, parent: NodeId, name: &str, data: Option<Bytes>, acl: Arc<[Acl]>, stat: NodeStat) -> NodeId {
         let name: Arc<str> = Arc::from(name);
         self.data_size += data.as_ref().map_or(0, |d| d.len() as u64);
-        let id = self.nodes.insert(Znode { parent, name: name.clone(), data, acl, stat, children: HashMap::new() });
+        let id =
+            self.nodes.insert(Znode { parent, name: name.clone(), data, acl, stat, children: Children::default() });
         if let Some(p) = self.nodes.get_mut(parent) {
             p.children.insert(name, id);
         }
@@ -134,7 +135,15 @@ impl DataTree {
     }
 
     /// Adds a node read from a snapshot; its parent must already be there ("/" updates the root).
-    pub fn restore_node(&mut self, path: &str, data: Option<Bytes>, acl: &[Acl], stat: NodeStat) -> bool {
+    /// `children` is a capacity hint (0 if unknown).
+    pub fn restore_node(
+        &mut self,
+        path: &str,
+        data: Option<Bytes>,
+        acl: &[Acl],
+        stat: NodeStat,
+        children: usize,
+    ) -> bool {
         let acl = self.intern_acl(acl);
         if path == "/" {
             if let Some(root) = self.nodes.get_mut(ROOT) {
@@ -142,11 +151,15 @@ impl DataTree {
                 root.data = data;
                 root.acl = acl;
                 root.stat = stat;
+                root.children.reserve(children);
             }
             return true;
         }
         let Some(parent) = self.lookup(path::parent(path)) else { return false };
         let id = self.attach(parent, path::name(path), data, acl, stat);
+        if let Some(n) = self.nodes.get_mut(id) {
+            n.children.reserve(children);
+        }
         self.index(id, stat.ephemeral_owner);
         true
     }

@@ -11,6 +11,10 @@ use std::sync::Arc;
 
 pub type NodeId = u32;
 
+/// A node's children by name. aHash instead of SipHash: provider names are 300–1500 bytes and
+/// SipHash dominated recovery profiles; aHash is keyed per process, so it stays flood-resistant.
+pub type Children = HashMap<Arc<str>, NodeId, ahash::RandomState>;
+
 /// A znode's metadata without the two derived fields (dataLength, numChildren).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct NodeStat {
@@ -33,7 +37,7 @@ pub struct Znode {
     pub data: Option<Bytes>,
     pub acl: Arc<[Acl]>,
     pub stat: NodeStat,
-    pub children: HashMap<Arc<str>, NodeId>,
+    pub children: Children,
 }
 
 impl Znode {

@@ -472,8 +472,11 @@ public class CuratorScenarios {
         rec.expect("after_set_a_x", 1);
         op("set_root", () -> c.setData().forPath(R, b("root2")));
         rec.expect("after_set_root", 1);
-        op("create_b_c_d", () -> c.create().creatingParentsIfNeeded().forPath(R + "/b/c/d", b("bcd")));
-        rec.expect("after_create_b_c_d", 2);
+        // one node per step: the cache's getData must not race with the next create
+        op("create_b_c", () -> c.create().creatingParentsIfNeeded().forPath(R + "/b/c", b("bc")));
+        rec.expect("after_create_b_c", 1);
+        op("create_b_c_d", () -> c.create().forPath(R + "/b/c/d", b("bcd")));
+        rec.expect("after_create_b_c_d", 1);
         op("delete_a_y", () -> {
             c.delete().forPath(R + "/a/y");
             return "deleted";
@@ -697,7 +700,10 @@ public class CuratorScenarios {
         op("participants_after_close_l2", () -> participants(latches[2]));
         latches[2].close(LeaderLatch.CloseMode.NOTIFY_LEADER);
         rec.expect("after_close_l3_notify", 1);
-        op("latch_nodes_at_end", () -> c0.getChildren().forPath(P).size());
+        // the election path is a container (creatingParentContainersIfNeeded): removed once empty
+        long deadline = System.currentTimeMillis() + 10000;
+        while (c0.checkExists().forPath(P) != null && System.currentTimeMillis() < deadline) Thread.sleep(100);
+        op("election_container_removed", () -> c0.checkExists().forPath(P) == null);
     }
 
     static void leadership(String step, LeaderLatch[] latches) {
@@ -767,9 +773,13 @@ public class CuratorScenarios {
         tb.start();
         waitChildren(cA, L, 2);
         op("nodes_b_waiting", () -> seqNames(children(cA, L), "lock-"));
-        op("b_lock_node_owner", () -> {
-            List<Object> r = new ArrayList<>();
-            for (String n : children(cA, L)) r.add(cA.checkExists().forPath(L + "/" + n).getEphemeralOwner() == sessionId(cB));
+        op("lock_node_owners", () -> {
+            // by sequence number; the names start with a random protection id
+            Map<String, Object> r = new TreeMap<>();
+            for (String n : children(cA, L)) {
+                long owner = cA.checkExists().forPath(L + "/" + n).getEphemeralOwner();
+                r.put(n.substring(n.lastIndexOf("lock-")), map("session_id", owner));
+            }
             return r;
         });
         order.add("A releases once");

@@ -14,6 +14,7 @@
 #![forbid(unsafe_code)]
 
 pub mod bench;
+pub mod cli;
 pub mod codec;
 pub mod config;
 pub mod import;

@@ -16,6 +16,8 @@ enum Command {
     Serve(ServeArgs),
     /// Load generator speaking the ZooKeeper protocol (point it at zkr or at ZooKeeper).
     Bench(zkr::bench::BenchArgs),
+    /// A zkCli.sh-compatible client: zkr cli -server host:port [command args...].
+    Cli(zkr::cli::CliArgs),
     /// Convert a ZooKeeper data directory (snapshots + transaction logs) into a zkr data directory.
     ImportZookeeper {
         /// ZooKeeper's dataDir (the one holding version-2/).
@@ -41,6 +43,7 @@ fn main() -> anyhow::Result<()> {
         .init();
     let cli = Cli::parse();
     match cli.command {
+        Command::Cli(args) => std::process::exit(zkr::cli::run(args)),
         Command::Bench(args) => {
             let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
             if let Err(e) = rt.block_on(zkr::bench::run(args)) {

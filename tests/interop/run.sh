@@ -121,6 +121,13 @@ ALL=()
 for n in $("$PY" "$HERE/kazoo/scenarios.py" --list); do ALL+=("kazoo/$n"); done
 for n in $(java $JAVA_OPTS_INTEROP -cp "$JAVA_CP" Interop --list); do ALL+=("java/$n"); done
 for f in "$HERE"/zkcli/*.zk; do ALL+=("zkcli/$(basename "$f" .zk)"); done
+# zkr cli: each script against both servers, and (unless it says "#! vs-zkcli: skip") zkCli.sh
+# against zkr cli on the reference ZooKeeper
+for f in "$HERE"/zkrcli/*.zk "$HERE"/zkrcli/*.oneshot; do
+    n=$(basename "$f"); n=${n%.*}
+    ALL+=("zkrcli/$n")
+    grep -q '^#! vs-zkcli: skip' "$f" || ALL+=("zkrcli/vs-zkcli/$n")
+done
 for n in $(java $JAVA_OPTS_INTEROP -cp "$CUR_JAVA_CP" CuratorScenarios --list); do ALL+=("curator/$n"); done
 [ "${#ALL[@]}" -gt 10 ] || die "could not list scenarios"
 
@@ -270,6 +277,8 @@ stop_pid() {
 }
 
 restart_server() {  # side (ref|zkr)
+    local old_pid
+    [ "$1" = ref ] && old_pid=$REF_PID || old_pid=$ZKR_PID
     case "$1" in
         ref)
             stop_pid "$REF_PID"
@@ -289,7 +298,7 @@ restart_server() {  # side (ref|zkr)
                     return 1 ;;
             esac ;;
     esac
-    say "restarted the $1 side"
+    say "restarted the $1 side (pid $old_pid -> $([ "$1" = ref ] && echo "$REF_PID" || echo "$ZKR_PID"))"
 }
 
 T0=$(date +%s)
@@ -364,6 +373,24 @@ run_with_restart() {  # side out_prefix command...
     return "$rc"
 }
 
+# zkrcli/NAME runs `zkr cli` against each side's server. zkrcli/vs-zkcli/NAME runs zkCli.sh as
+# the "zookeeper" side and `zkr cli` as the "zkr" side, both against the reference ZooKeeper.
+zkrcli_side() {  # name side addr proxy_port out_prefix
+    local name="$1" client=zkr addr="$3" proxy="$4" bin="${ZKR_BIN:-}" f c
+    if [ "${name%%/*}" = vs-zkcli ]; then
+        name="${name#vs-zkcli/}" addr="$REF_ADDR" proxy="$REF_PROXY_PORT"
+        [ "$2" = ref ] && client=zkcli
+    fi
+    if [ -z "$bin" ]; then
+        for c in "$REPO/target/release/zkr" "$REPO/target/debug/zkr"; do [ -x "$c" ] && { bin="$c"; break; }; done
+    fi
+    [ -n "$bin" ] || { echo "no zkr binary for zkr cli: set ZKR_BIN" >"$5.err"; return 2; }
+    f="$HERE/zkrcli/$name.zk"
+    [ -f "$f" ] || f="$HERE/zkrcli/$name.oneshot"
+    ZKR_BIN="$bin" CLIENT_JVMFLAGS="$JAVA_OPTS_INTEROP" timeout "$SCENARIO_TIMEOUT" \
+        "$PY" "$HERE/zkrcli/drive.py" "$client" "$f" "$addr" "$proxy" >"$5.txt" 2>"$5.err"
+}
+
 run_side() {  # scenario side addr proxy_port out_prefix
     local client="${1%%/*}" name="${1#*/}" out="$5"
     case "$client" in
@@ -375,6 +402,8 @@ run_side() {  # scenario side addr proxy_port out_prefix
         zkcli)
             CLIENT_JVMFLAGS="$JAVA_OPTS_INTEROP" "$HERE/zkcli/run_zkcli.sh" "$HERE/zkcli/$name.zk" "$3" \
                 >"$out.txt" 2>"$out.err" ;;
+        zkrcli)
+            zkrcli_side "$name" "$2" "$3" "$4" "$out" ;;
         curator)
             run_with_restart "$2" "$out" java $JAVA_OPTS_INTEROP -cp "$CUR_JAVA_CP" CuratorScenarios "$name" "$3" ;;
         *) echo "unknown client $client" >"$out.err"; return 2 ;;
@@ -391,6 +420,7 @@ for sc in "${SELECTED[@]}"; do
     rm -f "$base".*
     fmt=json
     [ "${sc%%/*}" = zkcli ] && fmt=zkcli
+    [ "${sc%%/*}" = zkrcli ] && fmt=zkcli
     s0=$(date +%s%N)
     if [ -n "$ZKR_PID" ] && ! kill -0 "$ZKR_PID" 2>/dev/null; then
         echo "FAIL $sc: zkr is not running any more"

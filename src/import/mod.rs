@@ -46,22 +46,9 @@ pub enum ImportError {
 const SNAP_MAGIC: i32 = 0x5a4b_534e; // "ZKSN"
 const LOG_MAGIC: i32 = 0x5a4b_4c47; // "ZKLG"
 
-/// Files named `<prefix>.<hex zxid>` in `dir`, sorted by zxid.
+/// ZooKeeper's `<prefix>.<hex zxid>` files in `dir`, sorted by zxid.
 fn files(dir: &Path, prefix: &str) -> Result<Vec<(Zxid, PathBuf)>, ImportError> {
-    let mut out = Vec::new();
-    let rd = match std::fs::read_dir(dir) {
-        Ok(rd) => rd,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
-        Err(source) => return Err(ImportError::Io { file: dir.to_owned(), source }),
-    };
-    for entry in rd.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if let Some(z) = name.strip_prefix(prefix).and_then(|h| i64::from_str_radix(h, 16).ok()) {
-            out.push((z, entry.path()));
-        }
-    }
-    out.sort();
-    Ok(out)
+    Ok(crate::storage::numbered_files(dir, prefix)?)
 }
 
 /// ZooKeeper keeps its files in a `version-2` directory under dataDir / dataLogDir.

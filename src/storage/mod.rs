@@ -35,6 +35,26 @@ impl StorageError {
     }
 }
 
+/// Files named `<prefix><zxid in hex>` in `dir` (zkr's and ZooKeeper's naming alike), sorted
+/// by zxid; a missing directory has none.
+pub fn numbered_files(dir: &Path, prefix: &str) -> Result<Vec<(crate::txn::Zxid, PathBuf)>, StorageError> {
+    let mut out = Vec::new();
+    let rd = match std::fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+        Err(e) => return Err(StorageError::io(dir, e)),
+    };
+    for entry in rd {
+        let entry = entry.map_err(|e| StorageError::io(dir, e))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if let Some(z) = name.strip_prefix(prefix).and_then(|h| i64::from_str_radix(h, 16).ok()) {
+            out.push((z, entry.path()));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
 /// Where things live.
 #[derive(Debug, Clone)]
 pub struct Layout {

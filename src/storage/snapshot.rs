@@ -31,20 +31,8 @@ pub fn file_name(zxid: Zxid) -> String {
 
 /// Snapshot files of a directory, newest first.
 pub fn list(dir: &Path) -> Result<Vec<(Zxid, PathBuf)>, StorageError> {
-    let mut out = Vec::new();
-    let rd = match std::fs::read_dir(dir) {
-        Ok(rd) => rd,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
-        Err(e) => return Err(StorageError::io(dir, e)),
-    };
-    for entry in rd {
-        let entry = entry.map_err(|e| StorageError::io(dir, e))?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if let Some(z) = name.strip_prefix("snapshot.").and_then(|h| i64::from_str_radix(h, 16).ok()) {
-            out.push((z, entry.path()));
-        }
-    }
-    out.sort_by(|a, b| b.cmp(a));
+    let mut out = super::numbered_files(dir, "snapshot.")?;
+    out.reverse();
     Ok(out)
 }
 

@@ -32,23 +32,7 @@ pub fn segment_name(first_zxid: Zxid) -> String {
 
 /// Segment files of a directory, sorted by their first zxid.
 pub fn segments(dir: &Path) -> Result<Vec<(Zxid, PathBuf)>, StorageError> {
-    let mut out = Vec::new();
-    let rd = match std::fs::read_dir(dir) {
-        Ok(rd) => rd,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
-        Err(e) => return Err(StorageError::io(dir, e)),
-    };
-    for entry in rd {
-        let entry = entry.map_err(|e| StorageError::io(dir, e))?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if let Some(hex) = name.strip_prefix("log.") {
-            if let Ok(z) = i64::from_str_radix(hex, 16) {
-                out.push((z, entry.path()));
-            }
-        }
-    }
-    out.sort();
-    Ok(out)
+    super::numbered_files(dir, "log.")
 }
 
 /// What recovery found in the log.

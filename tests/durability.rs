@@ -70,6 +70,14 @@ fn spawn(data: &Path, extra: &[&str]) -> Proc {
     Proc { child, addr }
 }
 
+/// A test that fails half-way must not leave its server running.
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 impl Proc {
     fn kill9(mut self) {
         let _ = self.child.kill();

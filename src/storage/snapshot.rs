@@ -36,13 +36,31 @@ pub fn list(dir: &Path) -> Result<Vec<(Zxid, PathBuf)>, StorageError> {
     Ok(out)
 }
 
-pub fn encode(tree: &DataTree) -> Vec<u8> {
-    let mut b: Vec<u8> = Vec::with_capacity(tree.node_count() * 128);
+/// Bytes buffered before they are checksummed and handed to the writer.
+const CHUNK: usize = 1 << 20;
+
+/// Checksums and writes out what is buffered.
+fn flush(b: &mut Vec<u8>, crc: &mut crc32fast::Hasher, out: &mut impl Write) -> std::io::Result<()> {
+    crc.update(b);
+    out.write_all(b)?;
+    b.clear();
+    Ok(())
+}
+
+/// Streams a snapshot into `out` in 1 MiB chunks, so writing one never holds a second copy of
+/// the tree in memory.
+pub fn encode_to(tree: &DataTree, out: &mut impl Write) -> std::io::Result<()> {
+    let mut crc = crc32fast::Hasher::new();
+    let mut b: Vec<u8> = Vec::with_capacity(CHUNK + 4096);
+    let mut failed = None;
     b.put_slice(MAGIC);
     b.put_u32(VERSION);
     b.put_i64(tree.last_zxid());
     b.put_u64(tree.node_count() as u64);
     tree.visit(|path, n| {
+        if failed.is_some() {
+            return;
+        }
         b.put_ustring(path);
         b.put_buffer(n.data.as_deref());
         write_acls(&n.acl, &mut b);
@@ -55,26 +73,42 @@ pub fn encode(tree: &DataTree) -> Vec<u8> {
         }
         b.put_i64(s.ephemeral_owner);
         b.put_u32(n.children.len() as u32);
+        if b.len() >= CHUNK {
+            if let Err(e) = flush(&mut b, &mut crc, out) {
+                failed = Some(e);
+            }
+        }
     });
+    if let Some(e) = failed {
+        return Err(e);
+    }
     b.put_u32(tree.sessions().len() as u32);
     for (id, info) in tree.sessions() {
         b.put_i64(*id);
         b.put_i32(info.timeout_ms);
         b.put_u8(info.zk_password as u8);
     }
-    let crc = crc32fast::hash(&b);
-    b.put_u32(crc);
-    b
+    flush(&mut b, &mut crc, out)?;
+    out.write_all(&crc.finalize().to_be_bytes())
+}
+
+/// The whole snapshot in memory (tests and small trees).
+pub fn encode(tree: &DataTree) -> Vec<u8> {
+    let mut v = Vec::new();
+    // Writing into a Vec cannot fail.
+    let _ = encode_to(tree, &mut v);
+    v
 }
 
 /// Writes a snapshot durably: tmp file, fsync, rename, directory fsync.
 pub fn write(dir: &Path, tree: &DataTree) -> Result<PathBuf, StorageError> {
     std::fs::create_dir_all(dir).map_err(|e| StorageError::io(dir, e))?;
-    let bytes = encode(tree);
     let path = dir.join(file_name(tree.last_zxid()));
     let tmp = path.with_extension("tmp");
-    let mut f = File::create(&tmp).map_err(|e| StorageError::io(&tmp, e))?;
-    f.write_all(&bytes).map_err(|e| StorageError::io(&tmp, e))?;
+    let f = File::create(&tmp).map_err(|e| StorageError::io(&tmp, e))?;
+    let mut w = std::io::BufWriter::with_capacity(CHUNK, f);
+    encode_to(tree, &mut w).map_err(|e| StorageError::io(&tmp, e))?;
+    let f = w.into_inner().map_err(|e| StorageError::io(&tmp, e.into_error()))?;
     f.sync_all().map_err(|e| StorageError::io(&tmp, e))?;
     std::fs::rename(&tmp, &path).map_err(|e| StorageError::io(&path, e))?;
     if let Ok(d) = File::open(dir) {

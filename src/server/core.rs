@@ -420,7 +420,7 @@ impl Core {
             }
             RequestBody::Empty => {
                 // whoAmI
-                let ids = self.ids(sid);
+                let ids = ids_of(&self.sessions, sid);
                 let infos = ids.iter().map(|i| (i.scheme.clone(), client_user(i))).collect();
                 self.reply(conn, xid, Ok(Response::WhoAmI(infos)));
             }
@@ -431,8 +431,8 @@ impl Core {
                 self.write(conn, sid, xid, op, MultiOp::SetData { path, data, version })
             }
             RequestBody::SetAcl { path, acl, version } => {
-                let ids = self.ids(sid);
-                let ctx = prep::PrepCtx { session: sid, ids: &ids, ttl_enabled: self.cfg.ttl_enabled };
+                let ids = ids_of(&self.sessions, sid);
+                let ctx = prep::PrepCtx { session: sid, ids, ttl_enabled: self.cfg.ttl_enabled };
                 let txn = prep::prepare_set_acl(&self.tree, &ctx, &path, &acl, version);
                 let (_, outcome) = self.commit(sid, txn);
                 let result = match outcome {
@@ -443,8 +443,8 @@ impl Core {
                 self.reply(conn, xid, result);
             }
             RequestBody::Multi(ops) if op == OpCode::Multi => {
-                let ids = self.ids(sid);
-                let ctx = prep::PrepCtx { session: sid, ids: &ids, ttl_enabled: self.cfg.ttl_enabled };
+                let ids = ids_of(&self.sessions, sid);
+                let ctx = prep::PrepCtx { session: sid, ids, ttl_enabled: self.cfg.ttl_enabled };
                 let txn = prep::prepare_multi(&self.tree, &ctx, &ops);
                 let (_, outcome) = self.commit(sid, txn);
                 let results = match outcome {
@@ -454,8 +454,8 @@ impl Core {
                 self.reply(conn, xid, Ok(Response::Multi(results)));
             }
             RequestBody::Multi(ops) => {
-                let ids = self.ids(sid);
-                let r = Reader { ids: &ids, watcher: conn };
+                let ids = ids_of(&self.sessions, sid);
+                let r = Reader { ids, watcher: conn };
                 let res = reads::multi_read(&self.tree, &mut self.watches, &r, &ops);
                 self.reply(conn, xid, res);
             }
@@ -465,8 +465,8 @@ impl Core {
                 self.reply(conn, xid, Err(ErrorCode::ReconfigDisabled));
             }
             RequestBody::PathWatch { path, watch } => {
-                let ids = self.ids(sid);
-                let r = Reader { ids: &ids, watcher: conn };
+                let ids = ids_of(&self.sessions, sid);
+                let r = Reader { ids, watcher: conn };
                 let (t, w) = (&self.tree, &mut self.watches);
                 let res = match op {
                     OpCode::Exists => reads::exists(t, w, &r, &path, watch),
@@ -477,8 +477,8 @@ impl Core {
                 self.reply(conn, xid, res);
             }
             RequestBody::Path { path } => {
-                let ids = self.ids(sid);
-                let r = Reader { ids: &ids, watcher: conn };
+                let ids = ids_of(&self.sessions, sid);
+                let r = Reader { ids, watcher: conn };
                 let res = match op {
                     OpCode::GetAcl => reads::get_acl(&self.tree, &r, &path),
                     OpCode::GetAllChildrenNumber => reads::all_children_number(&self.tree, &r, &path),
@@ -489,14 +489,14 @@ impl Core {
                 self.reply(conn, xid, res);
             }
             RequestBody::Check { path, version } => {
-                let ids = self.ids(sid);
-                let r = Reader { ids: &ids, watcher: conn };
+                let ids = ids_of(&self.sessions, sid);
+                let r = Reader { ids, watcher: conn };
                 let res = reads::check(&self.tree, &r, &path, version);
                 self.reply(conn, xid, res);
             }
             RequestBody::Watches { path, watcher_type } => {
-                let ids = self.ids(sid);
-                let r = Reader { ids: &ids, watcher: conn };
+                let ids = ids_of(&self.sessions, sid);
+                let r = Reader { ids, watcher: conn };
                 let res = reads::watches(&mut self.watches, &r, &path, watcher_type, op == OpCode::RemoveWatches);
                 self.reply(conn, xid, res);
             }
@@ -522,13 +522,9 @@ impl Core {
         }
     }
 
-    fn ids(&self, sid: SessionId) -> Vec<Id> {
-        self.sessions.get(&sid).map(|s| s.ids.clone()).unwrap_or_default()
-    }
-
     fn write(&mut self, conn: ConnId, sid: SessionId, xid: i32, op: OpCode, request: MultiOp) {
-        let ids = self.ids(sid);
-        let ctx = prep::PrepCtx { session: sid, ids: &ids, ttl_enabled: self.cfg.ttl_enabled };
+        let ids = ids_of(&self.sessions, sid);
+        let ctx = prep::PrepCtx { session: sid, ids, ttl_enabled: self.cfg.ttl_enabled };
         let txn = prep::prepare(&self.tree, &ctx, &request);
         let (_, outcome) = self.commit(sid, txn);
         let result = match (outcome, op) {
@@ -649,6 +645,12 @@ impl Core {
             }
         }
     }
+}
+
+/// A session's identities, borrowed from the session table only, so that the tree and the watch
+/// tables stay free to borrow on the same request (no copy per request).
+fn ids_of(sessions: &HashMap<SessionId, Session>, sid: SessionId) -> &[Id] {
+    sessions.get(&sid).map_or(&[], |s| s.ids.as_slice())
 }
 
 /// whoAmI's user: the digest user name without its hash, the address for ip.

@@ -28,6 +28,17 @@ fn get(xid: i32, path: &str) -> Request {
     Request { xid, op: OpCode::GetData, body: RequestBody::PathWatch { path: path.into(), watch: false } }
 }
 
+/// Starts zkr on `data` expecting it to refuse; returns what it said on stderr.
+fn refused_startup(data: &Path) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_zkr"))
+        .args(["serve", "--bind", "127.0.0.1", "--port", "0", "--data-dir"])
+        .arg(data)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "zkr started on a damaged data directory");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 /// A zkr process with its client address.
 struct Proc {
     child: Child,
@@ -336,13 +347,7 @@ fn corrupt_log_stops_startup_naming_file_and_offset() {
     let mut bytes = std::fs::read(&seg).unwrap();
     bytes[8 + 8 + 3] ^= 0x55; // inside the first record's payload, with good records after it
     std::fs::write(&seg, &bytes).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_zkr"))
-        .args(["serve", "--bind", "127.0.0.1", "--port", "0", "--data-dir"])
-        .arg(&data)
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = refused_startup(&data);
     assert!(err.contains(&seg.display().to_string()) && err.contains("offset 8"), "{err}");
 }
 
@@ -365,13 +370,7 @@ async fn a_corrupt_snapshot_is_refused_unless_asked_to_fall_back() {
     bytes[mid] ^= 0x40;
     std::fs::write(&newest, &bytes).unwrap();
 
-    let out = Command::new(env!("CARGO_BIN_EXE_zkr"))
-        .args(["serve", "--bind", "127.0.0.1", "--port", "0", "--data-dir"])
-        .arg(&data)
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = refused_startup(&data);
     assert!(err.contains(&newest.display().to_string()) && err.contains("fails its checksum"), "{err}");
 
     let p = spawn(&data, &["--recover-older-snapshot"]);

@@ -17,6 +17,15 @@ pub struct ConnectRequest {
     pub read_only: Option<bool>,
 }
 
+/// The trailing readOnly byte, absent in records from clients and servers older than 3.4.
+fn read_only_tail(i: &[u8]) -> JResult<'_, Option<bool>> {
+    if i.is_empty() {
+        return Ok((i, None));
+    }
+    let (i, r) = jute::boolean(i)?;
+    Ok((i, Some(r)))
+}
+
 impl ConnectRequest {
     pub fn parse(frame: &[u8]) -> Result<ConnectRequest, DecodeError> {
         jute::parse_all(frame, |i| -> JResult<'_, ConnectRequest> {
@@ -25,12 +34,7 @@ impl ConnectRequest {
             let (i, timeout_ms) = jute::int(i)?;
             let (i, session_id) = jute::long(i)?;
             let (i, password) = jute::buffer(i)?;
-            let (i, read_only) = if i.is_empty() {
-                (i, None)
-            } else {
-                let (i, r) = jute::boolean(i)?;
-                (i, Some(r))
-            };
+            let (i, read_only) = read_only_tail(i)?;
             let password = password.map(|p| p.to_vec()).unwrap_or_default();
             Ok((i, ConnectRequest { protocol_version, last_zxid_seen, timeout_ms, session_id, password, read_only }))
         })
@@ -77,12 +81,7 @@ impl ConnectResponse {
             let (i, timeout_ms) = jute::int(i)?;
             let (i, session_id) = jute::long(i)?;
             let (i, password) = jute::buffer(i)?;
-            let (i, read_only) = if i.is_empty() {
-                (i, None)
-            } else {
-                let (i, r) = jute::boolean(i)?;
-                (i, Some(r))
-            };
+            let (i, read_only) = read_only_tail(i)?;
             let password = password.map(|p| p.to_vec()).unwrap_or_default();
             Ok((i, ConnectResponse { protocol_version, timeout_ms, session_id, password, read_only }))
         })

@@ -17,6 +17,7 @@ pub mod bench;
 pub mod cli;
 pub mod codec;
 pub mod config;
+pub mod dubbo;
 pub mod import;
 pub mod proto;
 pub mod server;

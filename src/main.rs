@@ -18,6 +18,8 @@ enum Command {
     Bench(zkr::bench::BenchArgs),
     /// A zkCli.sh-compatible client: zkr cli -server host:port [command args...].
     Cli(zkr::cli::CliArgs),
+    /// Read-only Dubbo registry view: zkr dubbo -server host:port services|providers I|consumers I|config [--json].
+    Dubbo(zkr::dubbo::DubboArgs),
     /// Convert a ZooKeeper data directory (snapshots + transaction logs) into a zkr data directory.
     ImportZookeeper {
         /// ZooKeeper's dataDir (the one holding version-2/).
@@ -44,6 +46,7 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Cli(args) => std::process::exit(zkr::cli::run(args)),
+        Command::Dubbo(args) => std::process::exit(zkr::dubbo::run(args)),
         Command::Bench(args) => {
             let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
             if let Err(e) = rt.block_on(zkr::bench::run(args)) {

@@ -12,21 +12,25 @@
 //!
 //! Owns nothing of the server: it only speaks the wire protocol through `crate::proto` and
 //! `crate::codec`. Prints no log lines (zkCli's INFO/WARN noise has no equivalent here).
+//!
+//! The session handle (`conn::Client`) and `connect_config` are shared with `zkr dubbo`, the
+//! one other client in the crate.
 
 mod acl;
 mod cmdline;
 mod commands;
 mod complete;
-mod conn;
+pub(crate) mod conn;
 mod error;
 mod exec;
 mod format;
-mod path;
+pub(crate) mod path;
 mod shell;
 mod task;
 mod term;
-mod watches;
+pub(crate) mod watches;
 
+pub(crate) use shell::connect_config;
 use shell::{Flow, Printer, Shell};
 use std::io::{BufRead, IsTerminal, Write};
 use std::sync::Arc;

@@ -35,6 +35,8 @@ echo "== import-zookeeper: data written by Debian's ZooKeeper, imported, compare
 bash tests/interop/import/run.sh || FAILED+=("import")
 echo "== Java-client session across zkr restarts"
 bash tests/interop/restart/run.sh || FAILED+=("restart")
+echo "== zkr dubbo: CLI tables/--json against zkr and Debian ZooKeeper, web page in headless Chromium"
+bash tests/interop/dubboview/run.sh || FAILED+=("dubboview")
 if [ ${#FAILED[@]} -gt 0 ]; then
   echo "failed suites: ${FAILED[*]}"
   exit 1

@@ -225,6 +225,10 @@ pub fn run(args: DubboArgs) -> i32 {
             let _ = stdout.flush();
             0
         }
+        Err(DubboError::Zk(e)) => {
+            eprintln!("zkr dubbo: reading from {}: {e}", o.server);
+            1
+        }
         Err(e) => {
             eprintln!("zkr dubbo: {e}");
             1

@@ -254,10 +254,13 @@ fn interface_dir(roots: &Roots, interface: &str) -> String {
     join(&roots.dubbo, &encoded)
 }
 
+/// (interface, group, version): what a service row is keyed by.
+type ServiceId = (String, Option<String>, Option<String>);
+
 /// Services with their provider and consumer counts, and the application instances.
 pub async fn overview(zk: &Zk, roots: &Roots) -> Result<Overview, ZkError> {
-    let mut rows: BTreeMap<(String, Option<String>, Option<String>), ServiceRow> = BTreeMap::new();
-    let mut apps: BTreeMap<(String, Option<String>, Option<String>), [BTreeSet<String>; 2]> = BTreeMap::new();
+    let mut rows: BTreeMap<ServiceId, ServiceRow> = BTreeMap::new();
+    let mut apps: BTreeMap<ServiceId, [BTreeSet<String>; 2]> = BTreeMap::new();
     for (interface, child) in interfaces(zk, roots).await? {
         let dir = join(&roots.dubbo, &child);
         let mut seen = false;

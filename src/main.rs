@@ -18,7 +18,8 @@ enum Command {
     Bench(zkr::bench::BenchArgs),
     /// A zkCli.sh-compatible client: zkr cli -server host:port [command args...].
     Cli(zkr::cli::CliArgs),
-    /// Read-only Dubbo registry view: zkr dubbo -server host:port services|providers I|consumers I|config [--json].
+    /// Read-only Dubbo registry view: zkr dubbo -server host:port services|providers I|consumers I|config|web
+    /// [--json]; `zkr dubbo help` explains each command.
     Dubbo(zkr::dubbo::DubboArgs),
     /// Convert a ZooKeeper data directory (snapshots + transaction logs) into a zkr data directory.
     ImportZookeeper {

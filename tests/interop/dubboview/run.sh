@@ -79,7 +79,8 @@ start_fixture() {
     echo "fixture did not get ready"; cat "$RUN/fixture.err"; return 1
 }
 stop_fixture() {
-    echo quit >"$RUN/ctl"
+    # Opening the FIFO blocks without a reader: only if the fixture is still there, and not forever.
+    kill -0 "$FIX_PID" 2>/dev/null && timeout 10 sh -c "echo quit >'$RUN/ctl'"
     for _ in $(seq 100); do grep -q '^BYE' "$RUN/fixture.out" && break; sleep 0.1; done
     kill "$HOLD_PID" "$FIX_PID" 2>/dev/null
     wait "$FIX_PID" "$HOLD_PID" 2>/dev/null
@@ -151,7 +152,11 @@ if start_fixture "127.0.0.1:$ZKR_PORT"; then
     WEB_PID=$!
     PIDS+=("$WEB_PID")
     if wait_port "$WEB_PORT"; then
-        code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$WEB_PORT/dubbo/api/services")
+        code=$(python3 -c 'import sys, urllib.request, urllib.error
+try:
+    urllib.request.urlopen(urllib.request.Request(sys.argv[1], data=b"", method="POST"), timeout=30); print(200)
+except urllib.error.HTTPError as e:
+    print(e.code)' "http://127.0.0.1:$WEB_PORT/dubbo/api/services")
         [ "$code" = 405 ] && pass "web: read-only (POST is 405)" || fail "web: POST answered $code"
         if NODE_PATH="$WORK/node_modules" PAGE_URL="http://127.0.0.1:$WEB_PORT/dubbo" CTL="$RUN/ctl" \
             FIXTURE_OUT="$RUN/fixture.out" SHOT="$WORK/dubbo-view.png" S_P1=$(session P1) S_P2=$(session P2) \

@@ -20,7 +20,7 @@ mod complete;
 mod conn;
 mod error;
 mod exec;
-mod format;
+pub mod format;
 mod path;
 mod shell;
 mod task;

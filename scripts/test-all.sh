@@ -35,6 +35,8 @@ echo "== import-zookeeper: data written by Debian's ZooKeeper, imported, compare
 bash tests/interop/import/run.sh || FAILED+=("import")
 echo "== Java-client session across zkr restarts"
 bash tests/interop/restart/run.sh || FAILED+=("restart")
+echo "== operations: four-letter words, AdminServer, /metrics, JSON logs, SIGTERM (vs ZooKeeper 3.8; go-zookeeper, zktop, collectd)"
+bash tests/interop/ops/run.sh || FAILED+=("ops")
 if [ ${#FAILED[@]} -gt 0 ]; then
   echo "failed suites: ${FAILED[*]}"
   exit 1

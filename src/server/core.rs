@@ -691,6 +691,7 @@ impl Core {
             return;
         }
         self.expiry.remove(sid);
+        tracing::debug!(session = format!("0x{sid:x}"), "session closed");
         self.commit(sid, TxnOp::CloseSession);
     }
 

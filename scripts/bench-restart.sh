@@ -66,7 +66,7 @@ PY
 }
 start_zk() { ZOOCFGDIR=$W ZOO_LOG_DIR=$W ZOOPIDFILE=$W/zk.pid /usr/share/zookeeper/bin/zkServer.sh start-foreground "$W/zoo.cfg" >"$W/zk.out" 2>&1 & }
 zk_pid() { ss -ltnpH "sport = :$ZPORT" | grep -o "pid=[0-9]*" | head -1 | cut -d= -f2; }
-start_zkr() { "$ZKR" serve --bind 127.0.0.1 --port $RPORT --data-dir "$W/zkr" >"$W/zkr.out" 2>&1 & ZR=$!; }
+start_zkr() { "$ZKR" serve --admin-enable false --bind 127.0.0.1 --port $RPORT --data-dir "$W/zkr" >"$W/zkr.out" 2>&1 & ZR=$!; }
 
 echo "== filling $N nodes"
 start_zk; until [ "$(echo ruok | nc -q1 127.0.0.1 $ZPORT 2>/dev/null)" = imok ]; do sleep 0.2; done

@@ -37,6 +37,8 @@ echo "== Java-client session across zkr restarts"
 bash tests/interop/restart/run.sh || FAILED+=("restart")
 echo "== zkr dubbo: CLI tables/--json against zkr and Debian ZooKeeper, web page in headless Chromium"
 bash tests/interop/dubboview/run.sh || FAILED+=("dubboview")
+echo "== operations: four-letter words, AdminServer, /metrics, JSON logs, SIGTERM (vs ZooKeeper 3.8; go-zookeeper, zktop, collectd)"
+bash tests/interop/ops/run.sh || FAILED+=("ops")
 if [ ${#FAILED[@]} -gt 0 ]; then
   echo "failed suites: ${FAILED[*]}"
   exit 1

@@ -66,6 +66,12 @@ pub struct ServeArgs {
     /// If the newest snapshot fails its checksum, start from an older one instead of stopping.
     #[arg(long)]
     pub recover_older_snapshot: bool,
+    /// AdminServer HTTP port (zoo.cfg admin.serverPort, default 8080); 0 picks a free port.
+    #[arg(long)]
+    pub admin_port: Option<u16>,
+    /// Serve the AdminServer at all (zoo.cfg admin.enableServer, default true).
+    #[arg(long)]
+    pub admin_enable: Option<bool>,
     /// A ZooKeeper zoo.cfg to read.
     #[arg(long)]
     pub config: Option<PathBuf>,
@@ -102,6 +108,12 @@ pub struct Config {
     pub recover_older_snapshot: bool,
     /// Four-letter words answered (zoo.cfg 4lw.commands.whitelist; ZooKeeper's default is srvr).
     pub four_letter_words: Vec<String>,
+    /// AdminServer on/off (zoo.cfg admin.enableServer; on by default, as in ZooKeeper).
+    pub admin_enabled: bool,
+    /// AdminServer address (zoo.cfg admin.serverAddress, default 0.0.0.0).
+    pub admin_bind: IpAddr,
+    /// AdminServer port (zoo.cfg admin.serverPort, default 8080).
+    pub admin_port: u16,
 }
 
 impl Default for Config {
@@ -123,6 +135,9 @@ impl Default for Config {
             max_outbound_queue: 100_000,
             server_id: 0,
             four_letter_words: vec!["srvr".to_owned()],
+            admin_enabled: true,
+            admin_bind: IpAddr::from([0, 0, 0, 0]),
+            admin_port: 8080,
             force_sync: true,
             snap_count: 100_000,
             snap_retain_count: 3,
@@ -147,6 +162,9 @@ const USED: &[&str] = &[
     "forceSync",
     "snapCount",
     "autopurge.snapRetainCount",
+    "admin.enableServer",
+    "admin.serverAddress",
+    "admin.serverPort",
 ];
 
 /// zoo.cfg keys with their values and line numbers.
@@ -282,6 +300,20 @@ impl Config {
             if let Some((v, _)) = keys.get("4lw.commands.whitelist") {
                 c.four_letter_words = v.split(',').map(|w| w.trim().to_owned()).filter(|w| !w.is_empty()).collect();
             }
+            if let Some((v, _)) = keys.get("admin.enableServer") {
+                // Java's Boolean.parseBoolean: anything but "true" (any case) is false.
+                c.admin_enabled = v.eq_ignore_ascii_case("true");
+            }
+            if let Some((v, line)) = keys.get("admin.serverAddress") {
+                c.admin_bind = v.parse().map_err(|_| ConfigError::Line {
+                    file: name.clone(),
+                    line: *line,
+                    reason: format!("admin.serverAddress must be an IP address, found {v:?}"),
+                })?;
+            }
+            if let Some(v) = num("admin.serverPort")? {
+                c.admin_port = range("admin.serverPort", v, 0, 65535)? as u16;
+            }
             for (k, (_, line)) in keys.iter() {
                 if !USED.contains(&k.as_str()) {
                     tracing::info!(file = %name, line, key = %k, "zoo.cfg key not used by zkr, ignored");
@@ -326,6 +358,12 @@ impl Config {
             c.snap_count = v.max(1);
         }
         c.recover_older_snapshot |= args.recover_older_snapshot;
+        if let Some(v) = args.admin_port {
+            c.admin_port = v;
+        }
+        if let Some(v) = args.admin_enable {
+            c.admin_enabled = v;
+        }
         if c.tick_time_ms == 0 {
             return Err(ConfigError::Invalid("tickTime must be positive".into()));
         }
@@ -366,6 +404,16 @@ mod tests {
             (2181, 2000, 4000, 40000)
         );
         assert_eq!((c.max_client_cnxns, c.max_frame), (60, 1_048_575));
+        assert_eq!((c.admin_enabled, c.admin_port), (true, 8080));
+    }
+
+    #[test]
+    fn admin_server_keys() {
+        let c = with_file("admin.enableServer=false\nadmin.serverPort=30123\n", ServeArgs::default()).unwrap();
+        assert_eq!((c.admin_enabled, c.admin_port), (false, 30123));
+        let args = ServeArgs { admin_enable: Some(true), admin_port: Some(0), ..Default::default() };
+        let c = with_file("admin.enableServer=false\n", args).unwrap();
+        assert_eq!((c.admin_enabled, c.admin_port), (true, 0));
     }
 
     #[test]

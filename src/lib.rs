@@ -13,6 +13,7 @@
 //! watches are connection-local; every queue is bounded.
 #![forbid(unsafe_code)]
 
+pub mod admin;
 pub mod bench;
 pub mod cli;
 pub mod codec;

@@ -6,8 +6,27 @@ use zkr::config::{Config, ServeArgs};
 #[derive(Parser)]
 #[command(name = "zkr", version, about = "A ZooKeeper-wire-compatible coordination server")]
 struct Cli {
+    /// Log line format on stderr: text (default) or json (one JSON object per line).
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match format {
+        LogFormat::Json => builder.json().flatten_event(true).with_current_span(false).init(),
+        LogFormat::Text => builder.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).init(),
+    }
 }
 
 #[derive(Subcommand)]
@@ -36,15 +55,8 @@ enum Command {
 }
 
 fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
     let cli = Cli::parse();
+    init_logging(cli.log_format);
     match cli.command {
         Command::Cli(args) => std::process::exit(zkr::cli::run(args)),
         Command::Dubbo(args) => std::process::exit(zkr::dubbo::run(args)),

@@ -122,6 +122,23 @@ impl ExpiryQueue {
         }
     }
 
+    /// Every bucket: when it is due and its sessions, soonest first (the `dump` word).
+    pub fn buckets(&self) -> Vec<(u64, Vec<SessionId>)> {
+        self.buckets
+            .iter()
+            .map(|(due, ids)| {
+                let mut v: Vec<SessionId> = ids.iter().copied().collect();
+                v.sort();
+                (*due, v)
+            })
+            .collect()
+    }
+
+    /// The interval buckets are rounded to.
+    pub fn interval(&self) -> u64 {
+        self.interval
+    }
+
     /// Removes and returns every session whose bucket is due at `now`.
     pub fn expired(&mut self, now_ms: u64) -> Vec<SessionId> {
         let mut out = Vec::new();

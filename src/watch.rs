@@ -230,19 +230,22 @@ impl WatchManager {
         self.data.count() + self.child.count()
     }
 
-    /// Paths watched per watcher (wchc), and watchers per path (wchp).
-    pub fn by_watcher(&self) -> HashMap<WatcherId, Vec<String>> {
+    /// Paths with a data watch, per watcher (wchc / wchp / `wchs`). ZooKeeper lists only its
+    /// data-watch table there (`DataTree.getWatches` reads `dataWatches`), so child watches are
+    /// left out, while mntr's zk_watch_count counts both tables.
+    pub fn data_by_watcher(&self) -> HashMap<WatcherId, Vec<String>> {
         let mut out: HashMap<WatcherId, Vec<String>> = HashMap::new();
-        for t in [&self.data, &self.child] {
-            for (w, paths) in &t.by_watcher {
-                out.entry(*w).or_default().extend(paths.iter().cloned());
-            }
-        }
-        for v in out.values_mut() {
+        for (w, paths) in &self.data.by_watcher {
+            let mut v: Vec<String> = paths.iter().cloned().collect();
             v.sort();
-            v.dedup();
+            out.insert(*w, v);
         }
         out
+    }
+
+    /// (watchers, paths, relations) of the data-watch table (`wchs`).
+    pub fn data_summary(&self) -> (usize, usize, usize) {
+        (self.data.by_watcher.len(), self.data.by_path.len(), self.data.count())
     }
 }
 

@@ -31,7 +31,7 @@ fn get(xid: i32, path: &str) -> Request {
 /// Starts zkr on `data` expecting it to refuse; returns what it said on stderr.
 fn refused_startup(data: &Path) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_zkr"))
-        .args(["serve", "--bind", "127.0.0.1", "--port", "0", "--data-dir"])
+        .args(["serve", "--admin-enable", "false", "--bind", "127.0.0.1", "--port", "0", "--data-dir"])
         .arg(data)
         .output()
         .unwrap();
@@ -47,7 +47,19 @@ struct Proc {
 
 fn spawn(data: &Path, extra: &[&str]) -> Proc {
     let mut child = Command::new(env!("CARGO_BIN_EXE_zkr"))
-        .args(["serve", "--bind", "127.0.0.1", "--port", "0", "--tick-time", "100", "--min-session-timeout", "200"])
+        .args([
+            "serve",
+            "--admin-enable",
+            "false",
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--tick-time",
+            "100",
+            "--min-session-timeout",
+            "200",
+        ])
         .arg("--data-dir")
         .arg(data)
         .args(extra)
@@ -394,7 +406,7 @@ async fn a_failed_fsync_stops_acknowledgements_instead_of_losing_writes() {
 async fn log_failure_stops_acknowledgements(failpoint: &str) {
     let data = common::temp_dir();
     let mut child = Command::new(env!("CARGO_BIN_EXE_zkr"))
-        .args(["serve", "--bind", "127.0.0.1", "--port", "0", "--data-dir"])
+        .args(["serve", "--admin-enable", "false", "--bind", "127.0.0.1", "--port", "0", "--data-dir"])
         .arg(&data)
         .env(failpoint, "20000")
         .stderr(Stdio::piped())

@@ -23,7 +23,7 @@ mod complete;
 pub(crate) mod conn;
 mod error;
 mod exec;
-mod format;
+pub mod format;
 pub(crate) mod path;
 mod shell;
 mod task;

@@ -8,6 +8,7 @@
 //! fsync. Reads queued behind a pending write wait for it too, which keeps per-session FIFO.
 
 use super::core::Outbound;
+use super::stats::ServerStats;
 use crate::storage::wal::Wal;
 use crate::txn::Zxid;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -41,13 +42,17 @@ pub struct Batch {
 /// ahead of the log it will be combined with.
 pub type Durable = Arc<AtomicI64>;
 
-pub fn spawn(wal: Wal, durable: Durable) -> std::io::Result<(SyncSender<Batch>, std::thread::JoinHandle<()>)> {
+pub fn spawn(
+    wal: Wal,
+    durable: Durable,
+    stats: Arc<ServerStats>,
+) -> std::io::Result<(SyncSender<Batch>, std::thread::JoinHandle<()>)> {
     let (tx, rx) = std::sync::mpsc::sync_channel(QUEUE);
-    let handle = std::thread::Builder::new().name("zkr-log".into()).spawn(move || run(wal, rx, durable))?;
+    let handle = std::thread::Builder::new().name("zkr-log".into()).spawn(move || run(wal, rx, durable, stats))?;
     Ok((tx, handle))
 }
 
-fn run(mut wal: Wal, rx: Receiver<Batch>, durable: Durable) {
+fn run(mut wal: Wal, rx: Receiver<Batch>, durable: Durable, stats: Arc<ServerStats>) {
     while let Ok(first) = rx.recv() {
         let mut batches = vec![first];
         while let Ok(more) = rx.try_recv() {
@@ -61,9 +66,11 @@ fn run(mut wal: Wal, rx: Receiver<Batch>, durable: Durable) {
             last = Some(b.last_zxid);
         }
         if let Some(z) = last {
+            let started = std::time::Instant::now();
             if let Err(e) = wal.sync() {
                 fatal(e);
             }
+            stats.fsync_done(started.elapsed().as_micros() as u64);
             durable.store(z, Ordering::Release);
         }
         for b in batches {

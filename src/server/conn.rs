@@ -6,9 +6,10 @@
 
 use super::core::{ConnHandle, CoreMsg, Outbound};
 use super::four_letter;
+use super::stats::{ConnStats, ServerStats};
 use crate::codec::{write_frame, FrameCodec};
 use crate::config::Config;
-use crate::proto::{xid, ConnectRequest, ReplyHeader, Request, RequestError};
+use crate::proto::{xid, ConnectRequest, OpCode, ReplyHeader, Request, RequestError};
 use crate::session::ConnId;
 use bytes::BytesMut;
 use futures::StreamExt;
@@ -33,9 +34,18 @@ pub struct ConnCtx {
     pub cfg: Arc<Config>,
     pub core: mpsc::Sender<CoreMsg>,
     pub shutdown: CancellationToken,
+    pub stats: Arc<ServerStats>,
+    pub ops: Arc<super::ops::Ops>,
 }
 
 pub async fn serve(stream: TcpStream, ctx: ConnCtx) {
+    let cs = Arc::new(ConnStats::new(ctx.peer));
+    ctx.stats.conns.insert(ctx.id, cs.clone());
+    serve_conn(stream, &ctx, &cs).await;
+    ctx.stats.conn_closed(ctx.id);
+}
+
+async fn serve_conn(stream: TcpStream, ctx: &ConnCtx, cs: &Arc<ConnStats>) {
     let _ = stream.set_nodelay(true);
     let (mut rd, wr) = stream.into_split();
     let id = ctx.id;
@@ -52,7 +62,19 @@ pub async fn serve(stream: TcpStream, ctx: ConnCtx) {
         }
     }
     if let Some(word) = four_letter::recognise(&first) {
-        four_letter::answer(word, wr, &ctx).await;
+        ctx.stats.packet_received(cs, 4);
+        four_letter::answer(word, wr, &ctx.ops).await;
+        // Read what the client still sends (the word's newline) until it closes: closing a
+        // socket with unread input sends a reset, which can destroy the answer in flight.
+        let mut sink = [0u8; 256];
+        let _ = tokio::time::timeout(Duration::from_secs(2), async {
+            while let Ok(n) = rd.read(&mut sink).await {
+                if n == 0 {
+                    break;
+                }
+            }
+        })
+        .await;
         return;
     }
     let mut codec = FrameCodec::new(ctx.cfg.max_frame);
@@ -64,7 +86,10 @@ pub async fn serve(stream: TcpStream, ctx: ConnCtx) {
     let mut frames = FramedRead::new(rd, codec);
     frames.read_buffer_mut().extend_from_slice(&first);
     let connect = match tokio::time::timeout(HANDSHAKE_DEADLINE, frames.next()).await {
-        Ok(Some(Ok(frame))) => match ConnectRequest::parse(&frame) {
+        Ok(Some(Ok(frame))) => match ConnectRequest::parse(&{
+            ctx.stats.packet_received(cs, frame.len() + 4);
+            frame
+        }) {
             Ok(req) => req,
             Err(e) => {
                 tracing::warn!(conn = id, %peer, "closing connection: bad ConnectRequest: {e}");
@@ -86,7 +111,7 @@ pub async fn serve(stream: TcpStream, ctx: ConnCtx) {
     let cancel = ctx.shutdown.child_token();
     let permits = Arc::new(Semaphore::new(ctx.cfg.max_outstanding_per_conn));
     let handle = ConnHandle { id, tx, cancel: cancel.clone(), peer: peer.ip() };
-    let writer = tokio::spawn(write_loop(rx, wr, permits.clone(), cancel.clone()));
+    let writer = tokio::spawn(write_loop(rx, wr, permits.clone(), cancel.clone(), ctx.stats.clone(), cs.clone()));
     if ctx.core.send(CoreMsg::Connect { conn: handle, req: connect }).await.is_err() {
         return;
     }
@@ -104,10 +129,12 @@ pub async fn serve(stream: TcpStream, ctx: ConnCtx) {
             }
             Some(Ok(f)) => f,
         };
+        ctx.stats.packet_received(cs, frame.len() + 4);
         let msg = match Request::parse(&frame) {
             Ok(req) => CoreMsg::Request { conn: id, req },
             Err(RequestError::UnknownOp { xid, op }) => {
                 tracing::warn!(conn = id, %peer, op, "unknown op code: answering Unimplemented and closing");
+                ctx.stats.request_started(cs, OpCode::Error);
                 let _ = ctx.core.send(CoreMsg::UnknownOp { conn: id, xid }).await;
                 break;
             }
@@ -125,6 +152,9 @@ pub async fn serve(stream: TcpStream, ctx: ConnCtx) {
             Ok(p) => p.forget(),
             Err(_) => break,
         }
+        if let CoreMsg::Request { req, .. } = &msg {
+            ctx.stats.request_started(cs, req.op);
+        }
         if ctx.core.send(msg).await.is_err() {
             break;
         }
@@ -137,14 +167,20 @@ pub async fn serve(stream: TcpStream, ctx: ConnCtx) {
 }
 
 /// Encodes one message; true if the connection should close after it.
-fn encode(msg: Outbound, out: &mut BytesMut, permits: &Semaphore) -> bool {
+fn encode(msg: Outbound, out: &mut BytesMut, permits: &Semaphore, stats: &ServerStats, cs: &ConnStats) -> bool {
     match msg {
-        Outbound::Connected(resp) => write_frame(out, |b| resp.write(b)),
+        Outbound::Connected(resp) => {
+            if resp.session_id != 0 {
+                cs.established(resp.session_id, resp.timeout_ms);
+            }
+            write_frame(out, |b| resp.write(b));
+        }
         Outbound::Reply(h, body) => {
             write_frame(out, |b| {
                 h.write(b);
                 body.write(b);
             });
+            stats.request_answered(cs, h.xid, h.zxid);
             permits.add_permits(1);
         }
         Outbound::Event(zxid, ev) => write_frame(out, |b| {
@@ -153,6 +189,7 @@ fn encode(msg: Outbound, out: &mut BytesMut, permits: &Semaphore) -> bool {
         }),
         Outbound::Close => return true,
     }
+    stats.packet_sent(cs);
     false
 }
 
@@ -161,6 +198,8 @@ async fn write_loop(
     mut wr: OwnedWriteHalf,
     permits: Arc<Semaphore>,
     cancel: CancellationToken,
+    stats: Arc<ServerStats>,
+    cs: Arc<ConnStats>,
 ) {
     let mut out = BytesMut::with_capacity(8 * 1024);
     loop {
@@ -169,10 +208,10 @@ async fn write_loop(
             _ = cancel.cancelled() => None,
         };
         let Some(msg) = msg else { break };
-        let mut closing = encode(msg, &mut out, &permits);
+        let mut closing = encode(msg, &mut out, &permits, &stats, &cs);
         while !closing && out.len() < WRITE_BATCH {
             match rx.try_recv() {
-                Ok(m) => closing = encode(m, &mut out, &permits),
+                Ok(m) => closing = encode(m, &mut out, &permits, &stats, &cs),
                 Err(_) => break,
             }
         }

@@ -68,6 +68,8 @@ pub enum CoreMsg {
     },
     Tick,
     Stats(tokio::sync::oneshot::Sender<CoreStats>),
+    /// Sessions, ephemerals and watches for the operator views (`dump`, `wchc`, `wchp`…).
+    Inspect(tokio::sync::oneshot::Sender<Inspection>),
     /// Take a snapshot now (operator request).
     Snapshot,
 }
@@ -82,6 +84,25 @@ pub struct CoreStats {
     pub connections: usize,
     pub last_zxid: Zxid,
     pub data_size: u64,
+}
+
+/// What the operator views show about sessions and watches, taken in one core turn.
+#[derive(Debug, Clone, Default)]
+pub struct Inspection {
+    /// Session expiry buckets: wall-clock ms when due, and the sessions in it, soonest first.
+    pub expiry: Vec<(i64, Vec<SessionId>)>,
+    /// The tick the buckets are rounded to, ms.
+    pub expiry_interval_ms: u64,
+    /// Ephemeral paths per session (sessions that own any), sorted.
+    pub ephemerals: Vec<(SessionId, Vec<String>)>,
+    /// Data-watch paths per session of the watching connection, sorted.
+    pub watches: Vec<(SessionId, Vec<String>)>,
+    /// (watchers, paths, relations) of the data-watch table.
+    pub watch_summary: (usize, usize, usize),
+    /// The session of each connection that has one.
+    pub conn_sessions: HashMap<ConnId, SessionId>,
+    /// Session id → (timeout ms, bucket due wall ms).
+    pub sessions: HashMap<SessionId, (i32, i64)>,
 }
 
 struct Conn {
@@ -111,6 +132,7 @@ pub struct Core {
     since_snapshot: u64,
     snapshot_running: Arc<AtomicBool>,
     durable: super::committer::Durable,
+    stats: Arc<super::stats::ServerStats>,
 }
 
 /// Messages handled per turn before the turn's output is committed.
@@ -128,6 +150,7 @@ impl Core {
         secret: [u8; 32],
         committer: SyncSender<Batch>,
         durable: super::committer::Durable,
+        stats: Arc<super::stats::ServerStats>,
     ) -> Core {
         let mut expiry = ExpiryQueue::new(cfg.tick_time_ms as u64);
         let mut sessions = HashMap::new();
@@ -160,6 +183,7 @@ impl Core {
             since_snapshot: 0,
             snapshot_running: Arc::new(AtomicBool::new(false)),
             durable,
+            stats,
         }
     }
 
@@ -266,6 +290,52 @@ impl Core {
                     data_size: self.tree.data_size(),
                 });
             }
+            CoreMsg::Inspect(tx) => {
+                let _ = tx.send(self.inspect());
+            }
+        }
+    }
+
+    fn inspect(&self) -> Inspection {
+        let offset = wall_ms() - self.now_ms() as i64;
+        let expiry: Vec<(i64, Vec<SessionId>)> =
+            self.expiry.buckets().into_iter().map(|(due, ids)| (offset + due as i64, ids)).collect();
+        let mut sessions = HashMap::new();
+        for (due, ids) in &expiry {
+            for id in ids {
+                let timeout = self.sessions.get(id).map_or(0, |s| s.timeout_ms);
+                sessions.insert(*id, (timeout, *due));
+            }
+        }
+        let mut ephemerals: Vec<(SessionId, Vec<String>)> = self
+            .tree
+            .sessions()
+            .keys()
+            .map(|sid| {
+                let mut paths = self.tree.ephemerals_of(*sid);
+                paths.sort();
+                (*sid, paths)
+            })
+            .filter(|(_, p)| !p.is_empty())
+            .collect();
+        ephemerals.sort();
+        let conn_sessions: HashMap<ConnId, SessionId> =
+            self.conns.iter().filter_map(|(id, c)| c.session.map(|s| (*id, s))).collect();
+        let mut watches: Vec<(SessionId, Vec<String>)> = self
+            .watches
+            .data_by_watcher()
+            .into_iter()
+            .filter_map(|(conn, paths)| conn_sessions.get(&conn).map(|sid| (*sid, paths)))
+            .collect();
+        watches.sort();
+        Inspection {
+            expiry,
+            expiry_interval_ms: self.expiry.interval(),
+            ephemerals,
+            watches,
+            watch_summary: self.watches.data_summary(),
+            conn_sessions,
+            sessions,
         }
     }
 
@@ -560,6 +630,7 @@ impl Core {
         }
         if new_ids.is_empty() {
             tracing::info!(conn, scheme, "authentication failed");
+            self.stats.auth_failed.fetch_add(1, Ordering::Relaxed);
             self.send(
                 conn,
                 Outbound::Reply(ReplyHeader { xid, zxid: 0, err: ErrorCode::AuthFailed.code() }, Response::Empty),
@@ -620,6 +691,7 @@ impl Core {
             return;
         }
         self.expiry.remove(sid);
+        tracing::debug!(session = format!("0x{sid:x}"), "session closed");
         self.commit(sid, TxnOp::CloseSession);
     }
 

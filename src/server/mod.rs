@@ -4,8 +4,10 @@
 mod committer;
 mod conn;
 pub mod core;
-mod four_letter;
+pub mod four_letter;
+pub mod ops;
 mod reads;
+pub mod stats;
 
 use crate::config::Config;
 use crate::server::core::{Core, CoreMsg};
@@ -41,6 +43,7 @@ pub struct Server {
     accept: tokio::task::JoinHandle<()>,
     core: Option<std::thread::JoinHandle<()>>,
     log: Option<std::thread::JoinHandle<()>>,
+    admin_addr: Option<SocketAddr>,
     _lock: std::fs::File,
 }
 
@@ -81,9 +84,10 @@ impl Server {
         let layout = crate::storage::Layout::new(&cfg);
         let wal = crate::storage::wal::Wal::open(&layout.log_dir, recovered.tail, zxid + 1, cfg.force_sync)?;
         let durable = Arc::new(std::sync::atomic::AtomicI64::new(zxid));
-        let (log_tx, log) = committer::spawn(wal, durable.clone()).map_err(StartError::Thread)?;
+        let stats = Arc::new(stats::ServerStats::default());
+        let (log_tx, log) = committer::spawn(wal, durable.clone(), stats.clone()).map_err(StartError::Thread)?;
         let (core_tx, core_rx) = mpsc::channel(CORE_QUEUE);
-        let core = Core::new(cfg.clone(), recovered.tree, recovered.secret, log_tx, durable);
+        let core = Core::new(cfg.clone(), recovered.tree, recovered.secret, log_tx, durable, stats.clone());
         let core = std::thread::Builder::new()
             .name("zkr-core".into())
             .spawn(move || core.run(core_rx))
@@ -102,7 +106,20 @@ impl Server {
             }
         });
 
-        let accept = tokio::spawn(accept_loop(listener, cfg, core_tx.clone(), shutdown.clone()));
+        let ops = Arc::new(ops::Ops { cfg: cfg.clone(), core: core_tx.downgrade(), stats: stats.clone() });
+        let admin_addr = if cfg.admin_enabled {
+            // The Dubbo view reads the registry as a client of this server's own port.
+            let own = match addr.ip() {
+                ip if ip.is_unspecified() && ip.is_ipv6() => SocketAddr::new(std::net::Ipv6Addr::LOCALHOST.into(), addr.port()),
+                ip if ip.is_unspecified() => SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), addr.port()),
+                _ => addr,
+            };
+            let app = crate::admin::router(ops.clone()).merge(crate::dubbo::web::router(own));
+            crate::admin::serve(app, SocketAddr::new(cfg.admin_bind, cfg.admin_port), shutdown.clone()).await
+        } else {
+            None
+        };
+        let accept = tokio::spawn(accept_loop(listener, cfg, core_tx.clone(), shutdown.clone(), stats, ops));
         tracing::info!(%addr, "zkr accepting client connections");
         Ok(Server {
             addr,
@@ -111,12 +128,18 @@ impl Server {
             accept,
             core: Some(core),
             log: Some(log),
+            admin_addr,
             _lock: recovered.lock,
         })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Where the AdminServer listens, if it is enabled and its port could be bound.
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        self.admin_addr
     }
 
     /// Asks for a snapshot now; it is written in the background (SIGUSR1 in `zkr serve`).
@@ -150,6 +173,8 @@ async fn accept_loop(
     cfg: Arc<Config>,
     core: mpsc::Sender<CoreMsg>,
     shutdown: CancellationToken,
+    stats: Arc<stats::ServerStats>,
+    ops: Arc<ops::Ops>,
 ) {
     let counts: Arc<DashMap<IpAddr, u32>> = Arc::new(DashMap::new());
     let next_id = AtomicU64::new(1);
@@ -182,6 +207,8 @@ async fn accept_loop(
             cfg: cfg.clone(),
             core: core.clone(),
             shutdown: shutdown.clone(),
+            stats: stats.clone(),
+            ops: ops.clone(),
         };
         tokio::spawn(async move {
             conn::serve(stream, ctx).await;

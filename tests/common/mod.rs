@@ -29,6 +29,7 @@ pub fn test_config() -> Config {
         max_session_timeout_ms: 10_000,
         max_client_cnxns: 0,
         container_check_interval_ms: 200,
+        admin_enabled: false,
         ..Config::default()
     }
 }

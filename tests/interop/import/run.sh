@@ -156,7 +156,7 @@ start_zk() {  # cfg port logfile [extra jvm flags] -> LAST_PID, LAST_START
 
 start_zkr() {  # datadir port logfile -> LAST_PID, LAST_START
     LAST_START=$(date +%s.%N)
-    "$ZKR_BIN" serve --bind 127.0.0.1 --port "$2" --data-dir "$1" --super-digest "$SUPER_DIGEST" \
+    "$ZKR_BIN" serve --admin-enable false --bind 127.0.0.1 --port "$2" --data-dir "$1" --super-digest "$SUPER_DIGEST" \
         --container-check-interval-ms "$SWEEP_MS" >"$3.stdout" 2>"$3" </dev/null &
     LAST_PID=$!
     disown "$LAST_PID"

@@ -11,7 +11,7 @@ javac -d "$WORK" -cp "$CP" "$HERE/RestartSurvivor.java" || exit 2
 PORT=$((29000 + RANDOM % 900))
 ZKR_PID=""
 start_zkr() {
-    "$ZKR_BIN" serve --bind 127.0.0.1 --port "$PORT" --data-dir "$WORK/data" >>"$WORK/zkr.log" 2>&1 &
+    "$ZKR_BIN" serve --admin-enable false --bind 127.0.0.1 --port "$PORT" --data-dir "$WORK/data" >>"$WORK/zkr.log" 2>&1 &
     ZKR_PID=$!
     for _ in $(seq 100); do
         (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && return 0

@@ -1,0 +1,71 @@
+//! The AdminServer: ZooKeeper's HTTP command interface (`/commands`, `/commands/<name>`) on
+//! `admin.serverPort`, plus `/metrics` in Prometheus text format.
+//!
+//! It only reads through `Ops` (and resets counters on `srst`/`crst`); it never touches the tree.
+//! Other route trees (e.g. a `/dubbo` view) are merged into `router` with one `.merge(...)` line.
+//! As in ZooKeeper, a port that cannot be bound is logged and the server carries on without it.
+
+mod commands;
+mod metrics;
+
+use crate::server::ops::Ops;
+use axum::extract::{Path, State};
+use axum::http::header;
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// Every route of the admin server. Add another tree with `.merge(other_router)` here.
+pub fn router(ops: Arc<Ops>) -> Router {
+    Router::new()
+        .route("/commands", get(index))
+        .route("/commands/", get(index))
+        .route("/commands/{name}", get(command))
+        .route("/metrics", get(metrics))
+        .with_state(ops)
+}
+
+/// Binds and serves until `shutdown`; returns the bound address, or `None` (logged) if the
+/// port could not be bound — ZooKeeper's `JettyAdminServer` logs the failure and the server
+/// keeps serving clients.
+pub async fn serve(app: Router, addr: SocketAddr, shutdown: CancellationToken) -> Option<SocketAddr> {
+    let listener = match tokio::net::TcpListener::bind(addr).await {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::warn!(%addr, "cannot start the AdminServer, continuing without it: {e}");
+            return None;
+        }
+    };
+    let bound = listener.local_addr().ok()?;
+    tracing::info!(addr = %bound, "AdminServer serving /commands and /metrics");
+    tokio::spawn(async move {
+        let served = axum::serve(listener, app).with_graceful_shutdown(async move { shutdown.cancelled().await }).await;
+        if let Err(e) = served {
+            tracing::warn!("AdminServer stopped: {e}");
+        }
+    });
+    Some(bound)
+}
+
+/// `/commands`: one link per command, as ZooKeeper's CommandListServlet lists them.
+async fn index() -> Html<String> {
+    let mut out = String::new();
+    for name in commands::NAMES {
+        out.push_str(&format!("<a href=\"/commands/{name}\">{name}</a>\n<br/>\n"));
+    }
+    Html(out)
+}
+
+async fn command(State(ops): State<Arc<Ops>>, Path(name): Path<String>) -> Response {
+    let body = commands::run(&ops, &name).await;
+    let text = serde_json::to_string_pretty(&body).unwrap_or_else(|_| "{}".to_owned());
+    ([(header::CONTENT_TYPE, "application/json")], text).into_response()
+}
+
+async fn metrics(State(ops): State<Arc<Ops>>) -> Response {
+    let text = metrics::render(&ops).await;
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], text).into_response()
+}

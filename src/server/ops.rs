@@ -1,0 +1,258 @@
+//! What operators can ask a running server: the figures behind the four-letter words, the
+//! AdminServer commands and `/metrics`, gathered once here and rendered by each of them.
+//!
+//! It reads the counters in `stats` directly and asks the core (one message) for what only the
+//! core knows: the tree's size, sessions, ephemerals and watches. It never changes state except
+//! for the counter resets (`srst`, `crst`).
+
+use super::core::{CoreMsg, CoreStats, Inspection};
+use super::stats::ServerStats;
+use crate::config::Config;
+use crate::session::ConnId;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+/// The version string clients and exporters parse (go-zookeeper's FLWSrvr expects
+/// `Zookeeper version: <v>, built on <date>`).
+pub const VERSION: &str = concat!("3.9.0-zkr-", env!("CARGO_PKG_VERSION"), ", built on 01/01/2026 00:00 GMT");
+
+/// mntr's keys in ZooKeeper 3.8's order (without `zk_`), as Debian's 3.8.0 prints them in
+/// standalone mode; exporters look them up by name, people diff them by position.
+const MNTR_KEYS: &str = include_str!("mntr_keys.txt");
+
+/// A value in mntr / the monitor command: ZooKeeper prints longs, doubles and strings.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Int(i64),
+    Float(f64),
+    Str(String),
+}
+
+impl Value {
+    /// As ZooKeeper prints it in text (`Double.toString` style: `0.0`, `2.5`).
+    pub fn text(&self) -> String {
+        match self {
+            Value::Int(v) => v.to_string(),
+            Value::Float(v) => java_double(*v),
+            Value::Str(s) => s.clone(),
+        }
+    }
+}
+
+/// A double as ZooKeeper shows averages: rounded to 4 decimals, always with a decimal point.
+pub fn java_double(v: f64) -> String {
+    let r = (v * 10_000.0).round() / 10_000.0;
+    if r.fract() == 0.0 {
+        format!("{r:.1}")
+    } else {
+        format!("{r}")
+    }
+}
+
+/// One connection as `cons` and `/commands/connections` show it.
+#[derive(Debug, Clone)]
+pub struct ConnView {
+    pub id: ConnId,
+    pub peer: std::net::SocketAddr,
+    pub outstanding: usize,
+    pub received: u64,
+    pub sent: u64,
+    pub session: i64,
+    pub last_op: &'static str,
+    pub established_ms: i64,
+    pub timeout_ms: i64,
+    pub last_cxid: i64,
+    pub last_zxid: i64,
+    pub last_resp_ms: u64,
+    pub last_latency: i64,
+    pub min_latency: i64,
+    pub avg_latency: i64,
+    pub max_latency: i64,
+}
+
+/// The handle the four-letter words and the admin server share.
+pub struct Ops {
+    pub cfg: Arc<Config>,
+    /// Weak, so that operator views never keep the core alive at shutdown.
+    pub core: mpsc::WeakSender<CoreMsg>,
+    pub stats: Arc<ServerStats>,
+}
+
+impl Ops {
+    /// The core's counters; zeros if the core is gone (shutting down).
+    pub async fn core_stats(&self) -> CoreStats {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let Some(core) = self.core.upgrade() else {
+            return CoreStats::default();
+        };
+        if core.send(CoreMsg::Stats(tx)).await.is_err() {
+            return CoreStats::default();
+        }
+        rx.await.unwrap_or_default()
+    }
+
+    pub async fn inspect(&self) -> Inspection {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let Some(core) = self.core.upgrade() else {
+            return Inspection::default();
+        };
+        if core.send(CoreMsg::Inspect(tx)).await.is_err() {
+            return Inspection::default();
+        }
+        rx.await.unwrap_or_default()
+    }
+
+    /// Every connection, oldest first.
+    pub fn connections(&self) -> Vec<ConnView> {
+        let mut v: Vec<ConnView> = self
+            .stats
+            .conns
+            .iter()
+            .map(|e| {
+                let c = e.value();
+                let last = c.last.lock().clone();
+                ConnView {
+                    id: *e.key(),
+                    peer: c.peer,
+                    outstanding: c.outstanding(),
+                    received: c.received.load(Ordering::Relaxed),
+                    sent: c.sent.load(Ordering::Relaxed),
+                    session: c.session.load(Ordering::Relaxed),
+                    last_op: last.op,
+                    established_ms: c.established_ms.load(Ordering::Relaxed),
+                    timeout_ms: c.timeout_ms.load(Ordering::Relaxed),
+                    last_cxid: last.cxid,
+                    last_zxid: last.zxid,
+                    last_resp_ms: last.resp_ms,
+                    last_latency: last.latency_ms,
+                    min_latency: c.latency.min(),
+                    // ServerCnxn keeps an integer average.
+                    avg_latency: if c.latency.count() == 0 { 0 } else { c.latency.total() / c.latency.count() },
+                    max_latency: c.latency.max(),
+                }
+            })
+            .collect();
+        v.sort_by_key(|c| c.id);
+        v
+    }
+
+    /// Where snapshots and the log live, as `conf` shows dataDir / dataLogDir.
+    pub fn dirs(&self) -> (std::path::PathBuf, std::path::PathBuf) {
+        let l = crate::storage::Layout::new(&self.cfg);
+        (l.snap_dir, l.log_dir)
+    }
+
+    /// Bytes in the snapshot directory and in the log directory (`dirs`; ZooKeeper sums the
+    /// files of its version-2 directories the same way).
+    pub fn dir_sizes(&self) -> (u64, u64) {
+        let (snap, log) = self.dirs();
+        (dir_size(&snap), dir_size(&log))
+    }
+
+    pub fn uptime_ms(&self) -> u64 {
+        self.stats.elapsed_ms()
+    }
+
+    /// mntr / monitor: every key ZooKeeper 3.8 prints, in its order, with zkr's values. Keys of
+    /// things zkr does not have (quorum, TLS, throttling, caches) are 0 as on an idle
+    /// standalone ZooKeeper.
+    pub fn monitor(&self, core: &CoreStats) -> Vec<(&'static str, Value)> {
+        let s = &self.stats;
+        let (fds_open, fds_max) = fd_counts();
+        MNTR_KEYS
+            .lines()
+            .filter(|k| !k.is_empty())
+            .map(|k| {
+                let v = match k {
+                    "version" => Value::Str(VERSION.to_owned()),
+                    "server_state" => Value::Str("standalone".to_owned()),
+                    "ephemerals_count" => Value::Int(core.ephemerals as i64),
+                    // Every open connection, the asking one included, as ZooKeeper counts them.
+                    "num_alive_connections" => Value::Int(s.conns.len() as i64),
+                    "avg_latency" => Value::Float(s.latency.avg()),
+                    "min_latency" => Value::Int(s.latency.min()),
+                    "max_latency" => Value::Int(s.latency.max()),
+                    "outstanding_requests" => Value::Int(s.outstanding.load(Ordering::Relaxed).max(0)),
+                    "znode_count" => Value::Int(core.znodes as i64),
+                    "global_sessions" => Value::Int(core.sessions as i64),
+                    "packets_sent" => Value::Int(s.packets_sent.load(Ordering::Relaxed) as i64),
+                    "packets_received" => Value::Int(s.packets_received.load(Ordering::Relaxed) as i64),
+                    "watch_count" => Value::Int(core.watches as i64),
+                    "auth_failed_count" => Value::Int(s.auth_failed.load(Ordering::Relaxed) as i64),
+                    "max_file_descriptor_count" => Value::Int(fds_max),
+                    "open_file_descriptor_count" => Value::Int(fds_open),
+                    "approximate_data_size" => Value::Int(core.data_size as i64),
+                    "uptime" => Value::Int(self.uptime_ms() as i64),
+                    "bytes_received_count" => Value::Int(s.bytes_received.load(Ordering::Relaxed) as i64),
+                    "connection_drop_probability" => Value::Float(0.0),
+                    "last_client_response_size" | "max_client_response_size" | "min_client_response_size" => {
+                        Value::Int(-1)
+                    }
+                    k => summary(s, k).unwrap_or(if k.starts_with("avg_") { Value::Float(0.0) } else { Value::Int(0) }),
+                };
+                (k, v)
+            })
+            .collect()
+    }
+}
+
+/// The summary keys zkr measures: `fsynctime`, `readlatency`, `updatelatency`.
+fn summary(s: &ServerStats, key: &str) -> Option<Value> {
+    let (stat, name) = key.split_once('_')?;
+    let m = match name {
+        "fsynctime" => &s.fsync,
+        "readlatency" => &s.read_latency,
+        "updatelatency" => &s.update_latency,
+        _ => return None,
+    };
+    Some(match stat {
+        "avg" => Value::Float(m.avg()),
+        "min" => Value::Int(m.min()),
+        "max" => Value::Int(m.max()),
+        "cnt" => Value::Int(m.count()),
+        "sum" => Value::Int(m.total()),
+        // zkr keeps no quantile sketch for these; the max is an upper bound.
+        _ => Value::Int(m.max()),
+    })
+}
+
+fn dir_size(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|rd| rd.flatten().filter_map(|e| e.metadata().ok()).filter(|m| m.is_file()).map(|m| m.len()).sum())
+        .unwrap_or(0)
+}
+
+/// Open file descriptors of this process and its limit (what the JVM's UnixOperatingSystemMXBean reports).
+fn fd_counts() -> (i64, i64) {
+    let open = std::fs::read_dir("/proc/self/fd").map(|d| d.count() as i64).unwrap_or(-1);
+    let max = std::fs::read_to_string("/proc/self/limits")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("Max open files"))
+                .and_then(|l| l.split_whitespace().nth(3).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(-1);
+    (open, max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn doubles_print_like_java() {
+        assert_eq!(java_double(0.0), "0.0");
+        assert_eq!(java_double(2.0), "2.0");
+        assert_eq!(java_double(20.333333), "20.3333");
+        assert_eq!(java_double(0.5), "0.5");
+    }
+
+    #[test]
+    fn mntr_keys_start_like_zookeeper() {
+        let keys: Vec<&str> = MNTR_KEYS.lines().take(3).collect();
+        assert_eq!(keys, ["version", "server_state", "ephemerals_count"]);
+    }
+}

@@ -868,15 +868,15 @@ class Scenario:
 
     def report(self):
         label = self.args.label
-        width = 46
+        width = 62
         print(f"\n== {label}: timeline (seconds from the start of each step)")
-        print(f"{'':{width}}  {'zookeeper':34}  zkr")
+        print(f"{'':{width}}  {'zookeeper':30}  zkr")
         for step, mode, what, per in self.timeline:
             if mode is None:
                 print(step)
                 continue
             key = f"  [{mode}] {what}"
-            print(f"{key:{width}}  {per.get('zookeeper', ''):34}  {per.get('zkr', '')}")
+            print(f"{key:{width}}  {per.get('zookeeper', ''):30}  {per.get('zkr', '')}")
         passed = failed = ref_failed = 0
         rows = []
         fatal = getattr(self, "fatal", None)

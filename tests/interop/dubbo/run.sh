@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Unmodified Apache Dubbo (from Maven Central) against Debian's ZooKeeper and against zkr, side by side.
-# See README.md. Installs what it needs (apt: zookeeper, kazoo, Maven, a JDK; Maven: Dubbo and its
+# See docs/dubbo-interop.md. Installs what it needs (apt: zookeeper, kazoo, Maven, a JDK; Maven: Dubbo and its
 # ZooKeeper client), resolves each Dubbo line's class path with Maven, compiles Node.java with javac, and runs
 # driver.py once per Dubbo line. Prints the timelines, one PASS/FAIL line per check and "N passed, N failed";
 # writes tests/interop/.work/matrix/dubbo-<version>.tsv. Exit status: 0 all passed, 1 a check failed, 2 setup.

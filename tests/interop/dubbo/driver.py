@@ -488,10 +488,18 @@ class Scenario:
                                          f"not within {timeout:.0f}s") for s in SIDES})
         return got
 
-    def start_jvms(self, name, role, provider=None):
+    def start_jvms(self, name, role, provider=None, wait=False):
+        """wait: the process is configured but registers only on "go" (see go())."""
         for side in SIDES:
-            inst = [self.instance(side, m, provider) for m in MODES]
+            inst = (["--wait"] if wait else []) + [self.instance(side, m, provider) for m in MODES]
             self.jvms[side][name] = Jvm(side, role, name, inst, self.args.cp, self.work, self.args.java_opt)
+
+    def go(self, name):
+        for side in SIDES:
+            j = self.jvms[side][name]
+            if j.wait_line(lambda ln: ln == "WAITING" or ln.startswith("ERROR"), 0, 120) != "WAITING":
+                raise Fatal(f"{side}: Dubbo {name} did not start:\n{j.snapshot()[-3:]}\n{j.err_tail()}")
+            j.send("go")
 
     def wait_ready(self, names, timeout=120):
         for side in SIDES:
@@ -622,6 +630,8 @@ class Scenario:
         t0 = self.step(f"3 p2 is killed with SIGKILL (its session timeout: {SESSION_SHORT_MS} ms)")
         for side in SIDES:
             self.jvms[side]["p2"].signal(signal.SIGKILL)
+        # p3's JVM starts now, while the session expires: it registers in step 4
+        self.start_jvms("p3", "provider", "p3", wait=True)
         time.sleep(max(0.0, t0 + 1.0 - time.time()))
         for s in SIDES:
             for m in MODES:
@@ -656,7 +666,7 @@ class Scenario:
 
     def s4_third(self):
         t0 = self.step("4 provider p3 joins")
-        self.start_jvms("p3", "provider", "p3")
+        self.go("p3")
         self.wait_ready(["p3"])
         self.wait_until("p3 registered", t0, lambda s, m: self.providers(s, m) == ["p1", "p3"] and
                         self.services(s, m) == ["p1", "p3"], 30)

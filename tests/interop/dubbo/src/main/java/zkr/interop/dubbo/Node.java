@@ -26,7 +26,8 @@ import org.apache.dubbo.rpc.model.FrameworkModel;
  * One Dubbo process of the interop scenario (driven by driver.py over stdin/stdout).
  *
  * <pre>
- *   Node provider NAME INSTANCE...    exports the service of each instance, prints "READY ALL"
+ *   Node provider NAME [--wait] INSTANCE...    exports the service of each instance, prints "READY ALL";
+ *                                     with --wait it prints "WAITING" once configured and starts on "go"
  *   Node consumer NAME INSTANCE...    refers to it, calls it in the background and reports what it sees
  *   INSTANCE = MODE|REGISTRY_URL|DUBBO_PORT      MODE = plain (Greeter) or auth (SecureGreeter)
  * </pre>
@@ -80,12 +81,15 @@ public final class Node {
         }
         String role = args[0];
         String name = args[1];
+        boolean wait = args.length > 2 && args[2].equals("--wait");
         List<Instance> instances = new ArrayList<>();
-        for (int i = 2; i < args.length; i++) {
+        for (int i = wait ? 3 : 2; i < args.length; i++) {
             instances.add(Instance.parse(args[i]));
         }
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         List<DubboBootstrap> boots = new ArrayList<>();
         Map<String, Caller> callers = new LinkedHashMap<>();
+        List<Runnable> starts = new ArrayList<>();
         // plain first: on a shared server its parents (/dubbo, /services) must not get the auth instance's ACL
         for (Instance inst : instances) {
             DubboBootstrap boot = DubboBootstrap.newInstance(new FrameworkModel());
@@ -103,7 +107,6 @@ public final class Node {
                 svc.setInterface(inst.iface());
                 svc.setRef(new GreeterImpl(name));
                 boot.service(svc);
-                boot.start();
             } else {
                 @SuppressWarnings({"rawtypes", "unchecked"})
                 ReferenceConfig ref = new ReferenceConfig();
@@ -111,17 +114,29 @@ public final class Node {
                 ref.setCheck(false);
                 ref.setTimeout(3000);
                 boot.reference(ref);
-                boot.start();
                 callers.put(inst.mode(), new Caller(inst.mode(), ref));
             }
             boots.add(boot);
-            out("READY " + inst.mode() + " " + System.currentTimeMillis());
+            starts.add(() -> {
+                boot.start();
+                out("READY " + inst.mode() + " " + System.currentTimeMillis());
+            });
+        }
+        if (wait) {
+            // started early, while the driver waits for something else; registers only when told
+            out("WAITING");
+            String go;
+            while ((go = in.readLine()) != null && !go.trim().equals("go")) {
+                out("ERROR expected go, got: " + go);
+            }
+        }
+        for (Runnable start : starts) {
+            start.run();
         }
         for (Caller c : callers.values()) {
             c.startBackground();
         }
         out("READY ALL");
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         String line;
         while ((line = in.readLine()) != null) {
             String[] w = line.trim().split("\\s+");

@@ -471,25 +471,35 @@ class Scenario:
 
     # -------------------------------------------------------------- waiting
 
-    def wait_until(self, what, t0, cond, timeout, modes=MODES, record=True):
+    def wait_until(self, what, t0, cond, timeout, modes=MODES):
         """Polls cond(side, mode) -> bool until it holds for every side and mode; returns {(side, mode): secs}."""
-        pending = {(s, m) for s in SIDES for m in modes}
-        got = {}
-        end = time.time() + timeout
-        while pending and time.time() < end:
+        return self.wait_many(t0, [(what, cond, timeout)], modes)[0]
+
+    def wait_many(self, t0, items, modes=MODES):
+        """Polls several (what, cond, timeout from now) at once, so that each one's time is its own; one
+        {(side, mode): secs since t0} per item, without the pairs that did not get there in time."""
+        start = time.time()
+        pending = {(i, s, m) for i in range(len(items)) for s in SIDES for m in modes}
+        got = [{} for _ in items]
+        while pending:
+            now = time.time()
             for key in sorted(pending):
+                i, s, m = key
+                if now > start + items[i][2]:
+                    pending.discard(key)
+                    continue
                 try:
-                    ok = cond(*key)
+                    ok = items[i][1](s, m)
                 except Exception:  # noqa: BLE001 - a server being restarted; try again
                     ok = False
                 if ok:
-                    got[key] = time.time() - t0
+                    got[i][(s, m)] = time.time() - t0
                     pending.discard(key)
             if pending:
                 time.sleep(0.05)
-        if record:
+        for i, (what, _, timeout) in enumerate(items):
             for mode in modes:
-                self.tl(mode, what, {s: (f"+{got[(s, mode)]:.1f}s" if (s, mode) in got else
+                self.tl(mode, what, {s: (f"+{got[i][(s, mode)]:.1f}s" if (s, mode) in got[i] else
                                          f"not within {timeout:.0f}s") for s in SIDES})
         return got
 
@@ -560,14 +570,14 @@ class Scenario:
         self.start_jvms("p1", "provider", "p1")
         self.start_jvms("c", "consumer")
         self.wait_ready(["p1", "c"])
-        got = self.wait_until("p1 in /dubbo/<iface>/providers", t0,
-                              lambda s, m: self.providers(s, m) == ["p1"], 30)
+        # times from the start of the step: JVM start-up and Dubbo's bootstrap included
+        got_p, got_s, got = self.wait_many(t0, [
+            ("p1 in /dubbo/<iface>/providers", lambda s, m: self.providers(s, m) == ["p1"], 30),
+            ("p1 in /services/<app>", lambda s, m: self.services(s, m) == ["p1"], 30),
+            ("consumer directories list p1", lambda s, m: self.dir_is(s, m, ["p1"]), 30)])
         for (s, m) in ((s, m) for s in SIDES for m in MODES):
-            self.check("reg_iface", m, s, (s, m) in got, f"{self.providers(s, m)}")
-        got = self.wait_until("p1 in /services/<app>", t0, lambda s, m: self.services(s, m) == ["p1"], 30)
-        for (s, m) in ((s, m) for s in SIDES for m in MODES):
-            self.check("reg_app", m, s, (s, m) in got, f"{self.services(s, m)}")
-        got = self.wait_until("consumer directories list p1", t0, lambda s, m: self.dir_is(s, m, ["p1"]), 30)
+            self.check("reg_iface", m, s, (s, m) in got_p, f"{self.providers(s, m)}")
+            self.check("reg_app", m, s, (s, m) in got_s, f"{self.services(s, m)}")
         res = self.calls_check("discover", ["p1"], "100 calls")
         for (s, m) in ((s, m) for s in SIDES for m in MODES):
             if (s, m) not in got:
@@ -641,10 +651,11 @@ class Scenario:
                 self.check("kill_kept", m, s, p == ["p1", "p2"] and v == ["p1", "p2"],
                            f"1 s after the kill: providers {p}, /services {v}")
         svc_ms = self.args.services_session_ms
-        gone_p = self.wait_until("p2 gone from /dubbo/<iface>/providers", t0,
-                                 lambda s, m: self.providers(s, m) == ["p1"], SESSION_SHORT_MS / 1000 + 20)
-        gone_s = self.wait_until(f"p2 gone from /services/<app> (session {svc_ms} ms)", t0,
-                                 lambda s, m: self.services(s, m) == ["p1"], svc_ms / 1000 + 20)
+        gone_p, gone_s = self.wait_many(t0, [
+            ("p2 gone from /dubbo/<iface>/providers", lambda s, m: self.providers(s, m) == ["p1"],
+             SESSION_SHORT_MS / 1000 + 20),
+            (f"p2 gone from /services/<app> (session {svc_ms} ms)", lambda s, m: self.services(s, m) == ["p1"],
+             svc_ms / 1000 + 20)])
         for s in SIDES:
             for m in MODES:
                 tp, ts = gone_p.get((s, m)), gone_s.get((s, m))

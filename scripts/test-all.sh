@@ -39,6 +39,8 @@ echo "== zkr dubbo: CLI tables/--json against zkr and Debian ZooKeeper, web page
 bash tests/interop/dubboview/run.sh || FAILED+=("dubboview")
 echo "== operations: four-letter words, AdminServer, /metrics, JSON logs, SIGTERM (vs ZooKeeper 3.8; go-zookeeper, zktop, collectd)"
 bash tests/interop/ops/run.sh || FAILED+=("ops")
+echo "== Dubbo interop: unmodified Dubbo 3.3 and 3.2 (Maven Central) vs Debian ZooKeeper and zkr"
+bash tests/interop/dubbo/run.sh || FAILED+=("dubbo")
 if [ ${#FAILED[@]} -gt 0 ]; then
   echo "failed suites: ${FAILED[*]}"
   exit 1

@@ -35,6 +35,10 @@ echo "== import-zookeeper: data written by Debian's ZooKeeper, imported, compare
 bash tests/interop/import/run.sh || FAILED+=("import")
 echo "== Java-client session across zkr restarts"
 bash tests/interop/restart/run.sh || FAILED+=("restart")
+echo "== other ecosystems' clients (kazoo recipes + kazoo's own tests, Go, Node, C cli_mt), zkr vs ZooKeeper"
+bash tests/interop/clients/run.sh || FAILED+=("clients")
+echo "== compatibility matrix (docs/compatibility.md from every suite's rows)"
+/usr/bin/python3 tests/interop/matrix.py generate || FAILED+=("matrix")
 if [ ${#FAILED[@]} -gt 0 ]; then
   echo "failed suites: ${FAILED[*]}"
   exit 1

@@ -272,6 +272,7 @@ done
 if wants kazoo-suite; then
     s0=$(date +%s)
     # both runs at once: each has its own server, and the suite mostly waits on the network
+    SUITE_PIDS=()
     for side in zookeeper zkr; do
         addr=$REF_ADDR
         [ "$side" = zkr ] && addr=$ZKR_ADDR
@@ -280,8 +281,9 @@ if wants kazoo-suite; then
             --timeout 60 --junitxml="$RUN_DIR/out/kazoo-suite.$side.xml" \
             $("$PY" "$HERE/kazoo-suite/select.py" --pytest-args) kazoo/tests \
             >"$RUN_DIR/out/kazoo-suite.$side.log" 2>&1) &
+        SUITE_PIDS+=($!)
     done
-    wait
+    wait "${SUITE_PIDS[@]}"
     if "$PY" "$HERE/kazoo-suite/select.py" --compare "$RUN_DIR/out/kazoo-suite.zookeeper.xml" \
         "$RUN_DIR/out/kazoo-suite.zkr.xml" "$MATRIX_TSV" >"$RUN_DIR/out/kazoo-suite.summary" 2>&1; then
         echo "PASS kazoo-suite [$(( $(date +%s) - s0 ))s]"

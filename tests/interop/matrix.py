@@ -22,6 +22,16 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 KNOWN = os.path.join(HERE, "known-differences.json")
 
 
+# how the scenario prefixes of tests/interop/run.sh are shown in the matrix
+LABELS = {
+    "kazoo": "kazoo (python3-kazoo 2.8)",
+    "java": "Java client (Debian zookeeper.jar 3.8)",
+    "zkcli": "zkCli.sh",
+    "zkrcli": "zkr cli (vs-zkcli/*: zkCli.sh and zkr cli, both on ZooKeeper)",
+    "curator": "Curator 5 recipes (Debian libcurator-java)",
+}
+
+
 def load_known():
     with open(KNOWN, encoding="utf-8") as f:
         return json.load(f)
@@ -35,6 +45,7 @@ def add_row(argv):
     tsv, client, scenario, feature, ref_rc, zkr_rc, cmp_rc = argv[:7]
     diff = argv[7] if len(argv) > 7 else ""
     ref_rc, zkr_rc, cmp_rc = int(ref_rc), int(zkr_rc), int(cmp_rc)
+    client = LABELS.get(client, client)
     rows = []
     if ref_rc != 0:
         rows.append((client, feature, "error (exit %d)" % ref_rc, "not compared", "scenario broke on ZooKeeper"))
@@ -70,7 +81,7 @@ def reason_for(known, client, feature):
             return k.get("why")
         if not m and "step" in k:
             name = k["scenario"].split("/", 1)
-            if len(name) == 2 and name[0] == client and feature == "%s: %s" % (name[1], k["step"]):
+            if len(name) == 2 and LABELS.get(name[0], name[0]) == client and feature == "%s: %s" % (name[1], k["step"]):
                 return k.get("why")
     return None
 

@@ -77,43 +77,55 @@ if [ -n "$apt_missing" ]; then
 fi
 [ -x /usr/lib/zookeeper/bin/cli_mt ] || die "cli_mt missing (zookeeper-bin)"
 
+# Go build, npm ci and the Python venv run side by side (mostly downloads); each logs to $WORK/*.log
+dep_go() {
+    (cd "$HERE/go" && go build -mod=readonly -o "$GO_BIN.tmp" .) && mv "$GO_BIN.tmp" "$GO_BIN"
+}
+dep_node() {
+    rm -rf "$NODE_DIR" && mkdir -p "$NODE_DIR" && cp "$HERE"/node/package.json "$HERE"/node/package-lock.json "$NODE_DIR/" &&
+        (cd "$NODE_DIR" && npm ci --no-audit --no-fund)
+}
+dep_kazoo() {
+    if [ ! -x "$VENV/bin/pytest" ]; then
+        rm -rf "$VENV"
+        "$PY" -m venv "$VENV" && "$VENV/bin/pip" install -q -r "$HERE/kazoo-suite/requirements.txt" || return 1
+    fi
+    rm -rf "$WORK/sdist" && mkdir -p "$WORK/sdist" &&
+        "$VENV/bin/pip" download -q --no-deps --no-binary :all: -d "$WORK/sdist" "kazoo==$KAZOO_VERSION" &&
+        tar -xzf "$WORK/sdist/kazoo-$KAZOO_VERSION.tar.gz" -C "$WORK"
+}
+DEP_PIDS=()
+DEP_NAMES=()
+start_dep() {  # name
+    say "$1: installing (log $WORK/$1.log)"
+    ( s=$(date +%s); "dep_$1" >"$WORK/$1.log" 2>&1; rc=$?; echo "took $(( $(date +%s) - s ))s" >>"$WORK/$1.log"; exit $rc ) &
+    DEP_PIDS+=($!)
+    DEP_NAMES+=("$1")
+}
 if wants go; then
     GHASH=$(cat "$HERE"/go/go.mod "$HERE"/go/go.sum "$HERE"/go/main.go | sha1sum | cut -c1-12)
     GO_BIN="$WORK/zkclient-$GHASH"
-    if [ ! -x "$GO_BIN" ]; then
-        say "go build (go-zookeeper/zk from the Go module proxy)"
-        (cd "$HERE/go" && go build -mod=readonly -o "$GO_BIN.tmp" .) >"$WORK/go-build.log" 2>&1 ||
-            { cat "$WORK/go-build.log" >&2; die "go build failed"; }
-        mv "$GO_BIN.tmp" "$GO_BIN"
-    fi
+    [ -x "$GO_BIN" ] || start_dep go   # go-zookeeper/zk from the Go module proxy
 fi
 if wants node; then
     NHASH=$(cat "$HERE"/node/package.json "$HERE"/node/package-lock.json | sha1sum | cut -c1-12)
     NODE_DIR="$WORK/node-$NHASH"
-    if [ ! -d "$NODE_DIR/node_modules/node-zookeeper-client" ]; then
-        say "npm ci (node-zookeeper-client)"
-        rm -rf "$NODE_DIR" && mkdir -p "$NODE_DIR" && cp "$HERE"/node/package.json "$HERE"/node/package-lock.json "$NODE_DIR/"
-        (cd "$NODE_DIR" && npm ci --no-audit --no-fund) >"$WORK/npm.log" 2>&1 ||
-            { cat "$WORK/npm.log" >&2; die "npm ci failed"; }
-    fi
+    [ -d "$NODE_DIR/node_modules/node-zookeeper-client" ] || start_dep node   # node-zookeeper-client from npm
 fi
 if wants kazoo-suite; then
     VENV="$WORK/kazoo-venv"
-    if [ ! -x "$VENV/bin/pytest" ]; then
-        say "venv with pytest (PyPI)"
-        rm -rf "$VENV"
-        { "$PY" -m venv "$VENV" && "$VENV/bin/pip" install -q -r "$HERE/kazoo-suite/requirements.txt"; } \
-            >"$WORK/pip.log" 2>&1 || { cat "$WORK/pip.log" >&2; die "pip install failed"; }
-    fi
     KSRC="$WORK/kazoo-$KAZOO_VERSION"
-    if [ ! -d "$KSRC/kazoo/tests" ]; then
-        say "kazoo $KAZOO_VERSION sdist (its tests) from PyPI"
-        rm -rf "$WORK/sdist" && mkdir -p "$WORK/sdist"
-        "$VENV/bin/pip" download -q --no-deps --no-binary :all: -d "$WORK/sdist" "kazoo==$KAZOO_VERSION" \
-            >"$WORK/pip-download.log" 2>&1 || { cat "$WORK/pip-download.log" >&2; die "pip download kazoo failed"; }
-        tar -xzf "$WORK/sdist/kazoo-$KAZOO_VERSION.tar.gz" -C "$WORK" || die "cannot unpack the kazoo sdist"
-    fi
+    { [ -x "$VENV/bin/pytest" ] && [ -d "$KSRC/kazoo/tests" ]; } || start_dep kazoo   # pytest + kazoo sdist from PyPI
 fi
+for i in "${!DEP_PIDS[@]}"; do
+    n=${DEP_NAMES[$i]}
+    if wait "${DEP_PIDS[$i]}"; then
+        say "$n: $(tail -n 1 "$WORK/$n.log")"
+    else
+        tail -n 30 "$WORK/$n.log" >&2
+        die "installing the $n dependencies failed"
+    fi
+done
 say "dependencies ready after $(( $(date +%s) - T0 ))s"
 
 # ---------------------------------------------------------------- servers
@@ -279,12 +291,12 @@ if wants kazoo-suite; then
         (cd "$KSRC" && ZKR_KAZOO_SERVER="$addr" PYTHONPATH="$HERE/kazoo-suite:$KSRC" timeout 600 \
             "$VENV/bin/python" -m pytest -p zkr_kazoo_shim -p no:cacheprovider -q -o addopts= -o log_cli=false \
             --timeout 60 --junitxml="$RUN_DIR/out/kazoo-suite.$side.xml" \
-            $("$PY" "$HERE/kazoo-suite/select.py" --pytest-args) kazoo/tests \
+            $("$PY" "$HERE/kazoo-suite/selection.py" --pytest-args) kazoo/tests \
             >"$RUN_DIR/out/kazoo-suite.$side.log" 2>&1) &
         SUITE_PIDS+=($!)
     done
     wait "${SUITE_PIDS[@]}"
-    if "$PY" "$HERE/kazoo-suite/select.py" --compare "$RUN_DIR/out/kazoo-suite.zookeeper.xml" \
+    if "$PY" "$HERE/kazoo-suite/selection.py" --compare "$RUN_DIR/out/kazoo-suite.zookeeper.xml" \
         "$RUN_DIR/out/kazoo-suite.zkr.xml" "$MATRIX_TSV" >"$RUN_DIR/out/kazoo-suite.summary" 2>&1; then
         echo "PASS kazoo-suite [$(( $(date +%s) - s0 ))s]"
         indent <"$RUN_DIR/out/kazoo-suite.summary"

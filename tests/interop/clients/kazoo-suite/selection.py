@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Which of kazoo's own tests run against an external server, and how the two runs compare.
 
-    select.py --pytest-args                   # --ignore/--deselect arguments for pytest
-    select.py --compare ZK.xml ZKR.xml TSV     # compare the JUnit reports; append matrix rows to TSV
+    selection.py --pytest-args                   # --ignore/--deselect arguments for pytest
+    selection.py --compare ZK.xml ZKR.xml TSV     # compare the JUnit reports; append matrix rows to TSV
 
 The same selection runs against ZooKeeper and zkr. --compare prints the pass counts side by side
 and exits 1 if a test that passed on ZooKeeper did not pass on zkr (unless known-differences.json
@@ -80,7 +80,7 @@ def compare(zk_xml, zkr_xml, tsv):
     print("kazoo 2.11.0 test suite, same selection (%d tests) on both servers:" % len(zk))
     print("  ZooKeeper 3.8: %(passed)d passed, %(failed)d failed, %(skipped)d skipped" % czk)
     print("  zkr:           %(passed)d passed, %(failed)d failed, %(skipped)d skipped" % czkr)
-    print("  excluded for both: %d modules/classes/tests (see select.py)" % len(EXCLUDED))
+    print("  excluded for both: %d modules/classes/tests (see selection.py)" % len(EXCLUDED))
     if czk["passed"] < BASELINE_ZK_PASSED:
         print("ZooKeeper passed only %d, below the recorded baseline %d: the harness is broken"
               % (czk["passed"], BASELINE_ZK_PASSED))

@@ -296,10 +296,24 @@ if wants kazoo-suite; then
         SUITE_PIDS+=($!)
     done
     wait "${SUITE_PIDS[@]}"
-    if "$PY" "$HERE/kazoo-suite/selection.py" --compare "$RUN_DIR/out/kazoo-suite.zookeeper.xml" \
-        "$RUN_DIR/out/kazoo-suite.zkr.xml" "$MATRIX_TSV" >"$RUN_DIR/out/kazoo-suite.summary" 2>&1; then
+    # tests that passed on ZooKeeper but not on zkr get one more run against zkr alone, so that a
+    # timing hiccup on a loaded machine is not taken for a difference (a real one fails twice)
+    KO="$RUN_DIR/out"
+    if [ -f "$KO/kazoo-suite.zookeeper.xml" ] && [ -f "$KO/kazoo-suite.zkr.xml" ]; then
+        "$PY" "$HERE/kazoo-suite/selection.py" --regressions "$KO/kazoo-suite.zookeeper.xml" "$KO/kazoo-suite.zkr.xml" \
+            >"$KO/kazoo-suite.rerun-ids"
+        if [ -s "$KO/kazoo-suite.rerun-ids" ]; then
+            say "running $(wc -l <"$KO/kazoo-suite.rerun-ids") kazoo tests again against zkr"
+            (cd "$KSRC" && ZKR_KAZOO_SERVER="$ZKR_ADDR" PYTHONPATH="$HERE/kazoo-suite:$KSRC" timeout 300 \
+                "$VENV/bin/python" -m pytest -p zkr_kazoo_shim -p no:cacheprovider -q -o addopts= -o log_cli=false \
+                --timeout 60 --junitxml="$KO/kazoo-suite.zkr-rerun.xml" $(cat "$KO/kazoo-suite.rerun-ids") \
+                >"$KO/kazoo-suite.zkr-rerun.log" 2>&1)
+        fi
+    fi
+    if "$PY" "$HERE/kazoo-suite/selection.py" --compare "$KO/kazoo-suite.zookeeper.xml" \
+        "$KO/kazoo-suite.zkr.xml" "$MATRIX_TSV" "$KO/kazoo-suite.zkr-rerun.xml" >"$KO/kazoo-suite.summary" 2>&1; then
         echo "PASS kazoo-suite [$(( $(date +%s) - s0 ))s]"
-        indent <"$RUN_DIR/out/kazoo-suite.summary"
+        indent <"$KO/kazoo-suite.summary"
         PASSED=$((PASSED + 1))
     else
         fail kazoo-suite "zkr fails kazoo tests that pass on ZooKeeper [$(( $(date +%s) - s0 ))s]"

@@ -1,14 +1,17 @@
 #!/usr/bin/python3
 """Which of kazoo's own tests run against an external server, and how the two runs compare.
 
-    selection.py --pytest-args                   # --ignore/--deselect arguments for pytest
-    selection.py --compare ZK.xml ZKR.xml TSV     # compare the JUnit reports; append matrix rows to TSV
+    selection.py --pytest-args                # --ignore/--deselect arguments for pytest
+    selection.py --regressions ZK.xml ZKR.xml  # pytest ids that passed on ZooKeeper only (run again)
+    selection.py --compare ZK.xml ZKR.xml TSV [ZKR_RERUN.xml]
+                                              # compare the JUnit reports; append matrix rows to TSV
 
 The same selection runs against ZooKeeper and zkr. --compare prints the pass counts side by side
-and exits 1 if a test that passed on ZooKeeper did not pass on zkr (in its first run or, on a loaded
-machine, in the one re-run of just those tests) (unless known-differences.json
-lists it under "kazoo-suite" with a reason), if a report is missing, or if fewer tests passed on
-ZooKeeper than the recorded baseline (so a broken harness cannot pass by running nothing).
+and exits 1 if a test that passed on ZooKeeper passed on zkr neither in its first run nor in the
+one re-run of just those tests (which absorbs timing hiccups on a loaded machine), unless
+known-differences.json lists it under "kazoo-suite" with a reason; also if a report is missing,
+or if fewer tests passed on ZooKeeper than the recorded baseline (so a broken harness cannot pass
+by running nothing).
 """
 
 import json

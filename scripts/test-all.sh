@@ -41,6 +41,10 @@ echo "== operations: four-letter words, AdminServer, /metrics, JSON logs, SIGTER
 bash tests/interop/ops/run.sh || FAILED+=("ops")
 echo "== Dubbo interop: unmodified Dubbo 3.3 and 3.2 (Maven Central) vs Debian ZooKeeper and zkr"
 bash tests/interop/dubbo/run.sh || FAILED+=("dubbo")
+echo "== other ecosystems' clients (kazoo recipes + kazoo's own tests, Go, Node, C cli_mt), zkr vs ZooKeeper"
+bash tests/interop/clients/run.sh || FAILED+=("clients")
+echo "== compatibility matrix (docs/compatibility.md from every suite's rows)"
+/usr/bin/python3 tests/interop/matrix.py generate || FAILED+=("matrix")
 if [ ${#FAILED[@]} -gt 0 ]; then
   echo "failed suites: ${FAILED[*]}"
   exit 1

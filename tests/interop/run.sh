@@ -158,6 +158,14 @@ find "$WORK" -maxdepth 1 -name 'java-*' ! -name "java-$JHASH" -mmin +60 -exec rm
 find "$WORK" -maxdepth 1 -name 'curator-*' ! -name "curator-$CHASH" -mmin +60 -exec rm -rf {} + 2>/dev/null
 RUN_DIR="$WORK/runs/$(date +%Y%m%d-%H%M%S).$$"
 mkdir -p "$RUN_DIR/out"
+# one row per scenario for the compatibility matrix (tests/interop/matrix.py generate)
+MATRIX_TSV="$WORK/matrix/interop.tsv"
+mkdir -p "$WORK/matrix"
+: >"$MATRIX_TSV"
+matrix_row() {  # scenario ref_rc zkr_rc cmp_rc [diff]
+    "$PY" "$HERE/matrix.py" add-row "$MATRIX_TSV" "${1%%/*}" "$1" "${1#*/}" "$2" "$3" "$4" "${5:-}" ||
+        say "warning: could not write the matrix row of $1"
+}
 ln -sfn "$RUN_DIR" "$WORK/last"
 
 # ---------------------------------------------------------------- ports
@@ -442,11 +450,13 @@ for sc in "${SELECTED[@]}"; do
         echo "FAIL $sc: scenario failed against the reference ZooKeeper (exit $ref_rc) [$took]"
         tail -n 15 "$base.zookeeper.err" | indent
         FAILED=$((FAILED + 1)); FAILED_NAMES+=("$sc")
+        matrix_row "$sc" "$ref_rc" "$zkr_rc" 1
         continue
     fi
     "$PY" "$HERE/lib/compare.py" --format "$fmt" --scenario "$sc" --known "$HERE/known-differences.json" \
         "$base.zookeeper.txt" "$base.zkr.txt" >"$base.diff" 2>&1
     cmp_rc=$?
+    matrix_row "$sc" 0 "$zkr_rc" "$cmp_rc" "$base.diff"
     if [ "$zkr_rc" -ne 0 ]; then
         echo "FAIL $sc: client error against zkr (exit $zkr_rc) [$took]"
         tail -n 15 "$base.zkr.err" | indent

@@ -1,0 +1,184 @@
+#!/usr/bin/python3
+"""The client compatibility matrix: rows written by the interop suites, turned into docs/compatibility.md.
+
+    matrix.py add-row TSV CLIENT SCENARIO FEATURE REF_RC ZKR_RC CMP_RC [DIFF_FILE]
+        appends the row of one differential scenario to TSV (and, when the scenario passed, one row
+        per documented 3.8-vs-3.9 difference of that scenario from known-differences.json)
+    matrix.py generate [--out docs/compatibility.md] [--matrix-dir tests/interop/.work/matrix]
+        reads every <suite>.tsv and writes the Markdown matrix; exits 1 if a row differs without a
+        documented reason (an entry in known-differences.json whose "matrix" names the row)
+
+Row format (tab-separated, one per line):  client  feature  zookeeper_result  zkr_result  note
+A row "matches" when zookeeper_result == zkr_result.
+"""
+
+import glob
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+KNOWN = os.path.join(HERE, "known-differences.json")
+
+
+# how the scenario prefixes of tests/interop/run.sh are shown in the matrix
+LABELS = {
+    "kazoo": "kazoo (python3-kazoo 2.8)",
+    "java": "Java client (Debian zookeeper.jar 3.8)",
+    "zkcli": "zkCli.sh",
+    "zkrcli": "zkr cli (vs-zkcli/*: zkCli.sh and zkr cli, both on ZooKeeper)",
+    "curator": "Curator 5 recipes (Debian libcurator-java)",
+}
+
+
+def load_known():
+    with open(KNOWN, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def clean(s):
+    return " ".join(str(s).replace("\t", " ").split())
+
+
+def add_row(argv):
+    tsv, client, scenario, feature, ref_rc, zkr_rc, cmp_rc = argv[:7]
+    diff = argv[7] if len(argv) > 7 else ""
+    ref_rc, zkr_rc, cmp_rc = int(ref_rc), int(zkr_rc), int(cmp_rc)
+    client = LABELS.get(client, client)
+    rows = []
+    if ref_rc != 0:
+        rows.append((client, feature, "error (exit %d)" % ref_rc, "not compared", "scenario broke on ZooKeeper"))
+    elif zkr_rc != 0:
+        rows.append((client, feature, "ok", "error (exit %d)" % zkr_rc, "client failed against zkr"))
+    elif cmp_rc != 0:
+        first = ""
+        if diff and os.path.exists(diff):
+            with open(diff, encoding="utf-8", errors="replace") as f:
+                changed = [x for x in f.read().splitlines() if x[:1] in "+-" and x[:3] not in ("---", "+++")]
+            first = changed[0][:200] if changed else ""
+        rows.append((client, feature, "ok", "differs", first))
+    else:
+        rows.append((client, feature, "ok", "ok", ""))
+        for k in load_known():
+            if k.get("scenario") == scenario and "step" in k:
+                m = k.get("matrix") or {}
+                zkr = k.get("zkr", {})
+                zkr_res = zkr.get("err") if isinstance(zkr, dict) and "err" in zkr else json.dumps(zkr, sort_keys=True)
+                rows.append((m.get("client", client), m.get("feature", "%s: %s" % (feature, k["step"])),
+                             k.get("zookeeper_key", "?"), zkr_res, "ZooKeeper 3.8 vs 3.9 (checked on both sides)"))
+    os.makedirs(os.path.dirname(os.path.abspath(tsv)), exist_ok=True)
+    with open(tsv, "a", encoding="utf-8") as f:
+        for r in rows:
+            f.write("\t".join(clean(x) for x in r) + "\n")
+    return 0
+
+
+def reason_for(known, client, feature):
+    for k in known:
+        m = k.get("matrix")
+        if m and m.get("client") == client and m.get("feature") == feature:
+            return k.get("why")
+        if not m and "step" in k:
+            name = k["scenario"].split("/", 1)
+            if len(name) == 2 and LABELS.get(name[0], name[0]) == client and feature == "%s: %s" % (name[1], k["step"]):
+                return k.get("why")
+    return None
+
+
+def generate(argv):
+    out = os.path.join(REPO, "docs", "compatibility.md")
+    mdir = os.path.join(HERE, ".work", "matrix")
+    i = 0
+    while i < len(argv):
+        if argv[i] == "--out":
+            out = argv[i + 1]
+            i += 2
+        elif argv[i] == "--matrix-dir":
+            mdir = argv[i + 1]
+            i += 2
+        else:
+            sys.stderr.write(__doc__)
+            return 2
+    known = load_known()
+    files = sorted(glob.glob(os.path.join(mdir, "*.tsv")))
+    if not files:
+        sys.stderr.write("matrix.py: no *.tsv in %s (run the interop suites first)\n" % mdir)
+        return 1
+    by_client = {}
+    bad = []
+    n = 0
+    for path in files:
+        suite = os.path.basename(path)[:-4]
+        with open(path, encoding="utf-8") as f:
+            for lineno, line in enumerate(f, 1):
+                line = line.rstrip("\n")
+                if not line.strip():
+                    continue
+                parts = line.split("\t")
+                if len(parts) < 4:
+                    bad.append("%s:%d: malformed row %r" % (path, lineno, line))
+                    continue
+                client, feature, zk, zkr = parts[:4]
+                note = parts[4] if len(parts) > 4 else ""
+                same = zk == zkr
+                why = None if same else reason_for(known, client, feature)
+                if not same and not why:
+                    bad.append("%s | %s: ZooKeeper %r, zkr %r, no documented reason (%s)" % (client, feature, zk, zkr, note))
+                by_client.setdefault(client, []).append((feature, zk, zkr, same, why, note, suite))
+                n += 1
+    diffs = [(c, r) for c, rows in by_client.items() for r in rows if not r[3]]
+    lines = [
+        "# Client compatibility matrix",
+        "",
+        "Generated by `tests/interop/matrix.py` from the rows the interop suites wrote in this run",
+        "(`tests/interop/.work/matrix/*.tsv`: %s). Do not edit by hand; see README \"Client compatibility\"." %
+        ", ".join("`%s`" % os.path.basename(p) for p in files),
+        "",
+        "Every row ran the same client code against Debian's Apache ZooKeeper 3.8 and against zkr.",
+        "`ok` means the scenario ran and (on the zkr side) its normalised transcript equals ZooKeeper's;",
+        "kazoo's own test suite rows give pass counts per test module. %d rows, %d clients, %d differences,"
+        % (n, len(by_client), len(diffs)),
+        "every one of them documented below (the generator fails otherwise).",
+        "",
+    ]
+    for client in sorted(by_client):
+        rows = by_client[client]
+        lines += ["## %s" % client, "", "| feature | ZooKeeper 3.8 | zkr | |", "|---|---|---|---|"]
+        for feature, zk, zkr, same, why, note, suite in rows:
+            mark = "same" if same else "**differs** (see below)"
+            lines.append("| %s | %s | %s | %s |" % (md(feature), md(zk), md(zkr), mark))
+        lines.append("")
+    lines += ["## Differences and why they stay", ""]
+    if not diffs:
+        lines.append("None.")
+    for client, (feature, zk, zkr, same, why, note, suite) in diffs:
+        lines.append("- **%s / %s** — ZooKeeper: `%s`, zkr: `%s`. %s" % (client, md(feature), zk, zkr, why or "UNDOCUMENTED"))
+    lines.append("")
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    with open(out, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines))
+    print("matrix: %d rows from %d files -> %s" % (n, len(files), out))
+    if bad:
+        for b in bad:
+            print("UNDOCUMENTED DIFFERENCE: " + b)
+        print("%d passed, %d failed" % (n - len(bad), len(bad)))
+        return 1
+    return 0
+
+
+def md(s):
+    return str(s).replace("|", "\\|")
+
+
+def main(argv):
+    if argv[:1] == ["add-row"] and len(argv) >= 8:
+        return add_row(argv[1:])
+    if argv[:1] == ["generate"]:
+        return generate(argv[1:])
+    sys.stderr.write(__doc__)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -297,7 +297,13 @@ impl Core {
     /// fsync of every txn the turn logged, so no client sees a change that is not durable.
     fn send(&mut self, conn: ConnId, msg: Outbound) {
         let Some(c) = self.conns.get(&conn) else { return };
-        self.out.push(Delivery { tx: c.handle.tx.clone(), cancel: c.handle.cancel.clone(), msg });
+        self.out.push(Delivery {
+            conn,
+            peer: c.handle.peer,
+            tx: c.handle.tx.clone(),
+            cancel: c.handle.cancel.clone(),
+            msg,
+        });
     }
 
     /// Queues a close after what is already queued.

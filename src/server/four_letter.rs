@@ -34,9 +34,11 @@ pub async fn answer(word: &str, mut wr: OwnedWriteHalf, ctx: &ConnCtx) {
             "isro" => "rw".to_owned(),
             "mntr" => {
                 let s = stats(ctx).await;
+                // Like ZooKeeper, every open client socket counts, handshaken or not, this one too.
+                let alive = ctx.open.load(std::sync::atomic::Ordering::Acquire);
                 format!(
                     "zk_version\t{VERSION}\nzk_server_state\tstandalone\nzk_znode_count\t{}\nzk_watch_count\t{}\nzk_ephemerals_count\t{}\nzk_approximate_data_size\t{}\nzk_num_alive_connections\t{}\nzk_outstanding_requests\t0\n",
-                    s.znodes, s.watches, s.ephemerals, s.data_size, s.connections
+                    s.znodes, s.watches, s.ephemerals, s.data_size, alive
                 )
             }
             _ => {

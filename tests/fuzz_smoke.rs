@@ -137,11 +137,14 @@ fn fuzz_request_sequences_against_the_model() {
     }
 }
 
+/// A target's name (its directory under fuzz/regressions/) and its check.
+type Target = (&'static str, fn(&[u8]));
+
 /// Every input a fuzzer ever found, replayed through its target.
 #[test]
 fn fuzz_regressions_stay_fixed() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/regressions");
-    let targets: [(&str, fn(&[u8])); 6] = [
+    let targets: [Target; 6] = [
         ("frames", checks::frames),
         ("request", checks::request),
         ("connect_request", checks::connect_request),

@@ -290,7 +290,6 @@ async fn a_consumer_that_stops_reading_is_disconnected_without_slowing_others() 
     let mut writers = Vec::new();
     for w in 0..2 {
         let (mut c, _) = Raw::connect(&zkr.addr, 10_000).await;
-        let name = name.clone();
         writers.push(tokio::spawn(async move {
             let mut lat = Vec::new();
             for batch in 0..WRITES / 200 {

@@ -92,9 +92,9 @@ pub fn ops_from_bytes(data: &[u8]) -> Vec<Op> {
                 0 | 1 => {
                     // 0 persistent, 1 ephemeral, 2 sequential, 3 ephemeral sequential, 4 container,
                     // and now and then a flag ZooKeeper refuses.
-                    let flags = if b % 17 == 0 { 9 } else { (b % 5) as i32 };
+                    let flags = if b.is_multiple_of(17) { 9 } else { (b % 5) as i32 };
                     let mut path = pick_path(a, created);
-                    if b % 7 == 0 {
+                    if b.is_multiple_of(7) {
                         path.push_str("/s-");
                     }
                     let p = path.clone();
@@ -213,7 +213,7 @@ impl Model {
                     version: s.version,
                     creates: (s.cversion + s.num_children) / 2,
                     owner: s.ephemeral_owner,
-                    children: n.children.iter().map(|(k, _)| k.to_string()).collect(),
+                    children: n.children.keys().map(|k| k.to_string()).collect(),
                 },
             );
         });

@@ -53,7 +53,12 @@ impl ZkrProc {
                 l.push('\n');
             }
         });
-        let addr = rx.recv_timeout(Duration::from_secs(30)).expect("zkr printed its address");
+        let Ok(addr) = rx.recv_timeout(Duration::from_secs(30)) else {
+            // Never leave a server behind, even when it did not come up as expected.
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("zkr did not print its address within 30 s:\n{}", log.lock().unwrap());
+        };
         ZkrProc { child, addr, log, data }
     }
 

@@ -45,6 +45,8 @@ echo "== other ecosystems' clients (kazoo recipes + kazoo's own tests, Go, Node,
 bash tests/interop/clients/run.sh || FAILED+=("clients")
 echo "== compatibility matrix (docs/compatibility.md from every suite's rows)"
 /usr/bin/python3 tests/interop/matrix.py generate || FAILED+=("matrix")
+echo "== hostile input: ACL matrix vs Debian ZooKeeper (limits, garbage, fuzzing run in cargo test)"
+bash tests/interop/hostile/run.sh || FAILED+=("hostile")
 if [ ${#FAILED[@]} -gt 0 ]; then
   echo "failed suites: ${FAILED[*]}"
   exit 1

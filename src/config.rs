@@ -42,6 +42,19 @@ pub struct ServeArgs {
     /// Connections per client IP (zoo.cfg maxClientCnxns); 0 = unlimited.
     #[arg(long)]
     pub max_client_cnxns: Option<u32>,
+    /// Connections in total, all addresses together (ZooKeeper's maxCnxns); 0 = unlimited.
+    #[arg(long)]
+    pub max_connections: Option<u32>,
+    /// A connection that has not completed its ConnectRequest (or four-letter word) within this
+    /// many ms is closed (ZooKeeper's nio.sessionlessCnxnTimeout, 10000).
+    #[arg(long)]
+    pub handshake_timeout_ms: Option<u64>,
+    /// Requests in flight on one connection before zkr stops reading from it.
+    #[arg(long)]
+    pub max_outstanding: Option<usize>,
+    /// Replies and notifications queued for one connection before it is closed as too slow.
+    #[arg(long)]
+    pub max_outbound_queue: Option<usize>,
     /// Largest frame accepted, bytes (ZooKeeper's jute.maxbuffer).
     #[arg(long)]
     pub max_frame: Option<usize>,
@@ -87,6 +100,10 @@ pub struct Config {
     pub min_session_timeout_ms: u32,
     pub max_session_timeout_ms: u32,
     pub max_client_cnxns: u32,
+    /// Connections in total (zoo.cfg maxCnxns); 0 = unlimited.
+    pub max_connections: u32,
+    /// Time allowed to send a complete ConnectRequest (zoo.cfg nio.sessionlessCnxnTimeout).
+    pub handshake_timeout_ms: u64,
     pub max_frame: usize,
     pub super_digest: Option<String>,
     pub container_check_interval_ms: u64,
@@ -127,6 +144,8 @@ impl Default for Config {
             min_session_timeout_ms: 4000,
             max_session_timeout_ms: 40000,
             max_client_cnxns: 60,
+            max_connections: 0,
+            handshake_timeout_ms: 10_000,
             max_frame: 1_048_575,
             super_digest: None,
             container_check_interval_ms: 60_000,
@@ -156,6 +175,8 @@ const USED: &[&str] = &[
     "minSessionTimeout",
     "maxSessionTimeout",
     "maxClientCnxns",
+    "maxCnxns",
+    "nio.sessionlessCnxnTimeout",
     "jute.maxbuffer",
     "extendedTypesEnabled",
     "4lw.commands.whitelist",
@@ -261,6 +282,13 @@ impl Config {
             if let Some(v) = num("maxClientCnxns")? {
                 c.max_client_cnxns = range("maxClientCnxns", v, 0, u32::MAX as i64)? as u32;
             }
+            if let Some(v) = num("maxCnxns")? {
+                // ZooKeeper logs and ignores a negative value; zkr refuses it like any bad number.
+                c.max_connections = range("maxCnxns", v, 0, u32::MAX as i64)? as u32;
+            }
+            if let Some(v) = num("nio.sessionlessCnxnTimeout")? {
+                c.handshake_timeout_ms = range("nio.sessionlessCnxnTimeout", v, 1, i32::MAX as i64)? as u64;
+            }
             if let Some(v) = num("jute.maxbuffer")? {
                 c.max_frame = range("jute.maxbuffer", v, 1, i32::MAX as i64)? as usize;
             }
@@ -342,6 +370,18 @@ impl Config {
         if let Some(v) = args.max_frame {
             c.max_frame = v;
         }
+        if let Some(v) = args.max_connections {
+            c.max_connections = v;
+        }
+        if let Some(v) = args.handshake_timeout_ms {
+            c.handshake_timeout_ms = v;
+        }
+        if let Some(v) = args.max_outstanding {
+            c.max_outstanding_per_conn = v;
+        }
+        if let Some(v) = args.max_outbound_queue {
+            c.max_outbound_queue = v;
+        }
         if let Some(v) = &args.super_digest {
             c.super_digest = Some(v.clone());
         }
@@ -372,6 +412,11 @@ impl Config {
                 "minSessionTimeout {} is larger than maxSessionTimeout {}",
                 c.min_session_timeout_ms, c.max_session_timeout_ms
             )));
+        }
+        if c.handshake_timeout_ms == 0 || c.max_outstanding_per_conn == 0 || c.max_outbound_queue == 0 {
+            return Err(ConfigError::Invalid(
+                "handshake timeout, max outstanding and max outbound queue must be positive".into(),
+            ));
         }
         if c.container_check_interval_ms == 0 {
             return Err(ConfigError::Invalid("container check interval must be positive".into()));
@@ -423,6 +468,16 @@ mod tests {
         assert_eq!((c.port, c.tick_time_ms, c.min_session_timeout_ms), (3000, 500, 1000));
         assert_eq!(c.data_dir, PathBuf::from("/tmp/x"));
         assert_eq!(c.max_client_cnxns, 0);
+    }
+
+    #[test]
+    fn connection_limits_use_zookeeper_keys() {
+        let c = with_file("maxCnxns=500\nnio.sessionlessCnxnTimeout=3000\n", ServeArgs::default()).unwrap();
+        assert_eq!((c.max_connections, c.handshake_timeout_ms), (500, 3000));
+        let args = ServeArgs { max_connections: Some(7), max_outstanding: Some(3), ..Default::default() };
+        let c = with_file("maxCnxns=500\n", args).unwrap();
+        assert_eq!((c.max_connections, c.max_outstanding_per_conn), (7, 3));
+        assert!(with_file("maxCnxns=-1\n", ServeArgs::default()).is_err());
     }
 
     #[test]

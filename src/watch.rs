@@ -210,7 +210,7 @@ impl WatchManager {
                     self.child.trigger(p, &mut hit);
                     (EventType::NodeChildrenChanged, p)
                 }
-                Change::Deleted(p) => {
+                Change::Deleted(p, _) => {
                     self.data.trigger(p, &mut hit);
                     self.child.trigger(p, &mut hit);
                     (EventType::NodeDeleted, p)
@@ -285,7 +285,7 @@ mod tests {
         m.add_data("/a", 1);
         m.add_child("/a", 1);
         m.add_child("/a", 2);
-        let f = fire(&mut m, Change::Deleted("/a".into()));
+        let f = fire(&mut m, Change::Deleted("/a".into(), std::sync::Arc::from(Vec::new())));
         assert_eq!(f.len(), 2);
         assert_eq!(m.count(), 0);
     }

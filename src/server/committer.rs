@@ -22,6 +22,8 @@ const QUEUE: usize = 1024;
 
 /// One message for one connection.
 pub struct Delivery {
+    pub conn: crate::session::ConnId,
+    pub peer: std::net::IpAddr,
     pub tx: mpsc::Sender<Outbound>,
     pub cancel: CancellationToken,
     pub msg: Outbound,
@@ -95,7 +97,10 @@ fn deliver(d: Delivery) {
     match d.tx.try_send(d.msg) {
         Ok(()) => {}
         Err(mpsc::error::TrySendError::Full(_)) => {
-            tracing::warn!("outbound queue full: closing slow connection");
+            // Bounded per connection: a client that stops reading costs only itself. Its session
+            // stays; it may re-attach and catch up with setWatches.
+            let (conn, peer) = (d.conn, d.peer);
+            tracing::warn!(conn, %peer, "outbound queue full: closing slow connection from {peer}");
             d.cancel.cancel();
         }
         Err(mpsc::error::TrySendError::Closed(_)) => {}

@@ -23,8 +23,6 @@ use tokio::sync::{mpsc, Semaphore};
 use tokio_util::codec::{Decoder, FramedRead};
 use tokio_util::sync::CancellationToken;
 
-/// A client must complete its ConnectRequest within this time (no slowloris).
-const HANDSHAKE_DEADLINE: Duration = Duration::from_secs(10);
 /// Bytes gathered before a write is issued even if more output is queued.
 const WRITE_BATCH: usize = 64 * 1024;
 
@@ -51,9 +49,12 @@ async fn serve_conn(stream: TcpStream, ctx: &ConnCtx, cs: &Arc<ConnStats>) {
     let id = ctx.id;
     let peer = ctx.peer;
 
+    // One deadline for the whole handshake, however slowly the bytes trickle in (no slowloris;
+    // ZooKeeper closes a connection without a session after nio.sessionlessCnxnTimeout).
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(ctx.cfg.handshake_timeout_ms);
     // The first four bytes are either a frame length or a four-letter word.
     let mut first = [0u8; 4];
-    match tokio::time::timeout(HANDSHAKE_DEADLINE, rd.read_exact(&mut first)).await {
+    match tokio::time::timeout_at(deadline, rd.read_exact(&mut first)).await {
         Ok(Ok(_)) => {}
         Ok(Err(_)) => return,
         Err(_) => {
@@ -85,7 +86,7 @@ async fn serve_conn(stream: TcpStream, ctx: &ConnCtx, cs: &Arc<ConnStats>) {
     }
     let mut frames = FramedRead::new(rd, codec);
     frames.read_buffer_mut().extend_from_slice(&first);
-    let connect = match tokio::time::timeout(HANDSHAKE_DEADLINE, frames.next()).await {
+    let connect = match tokio::time::timeout_at(deadline, frames.next()).await {
         Ok(Some(Ok(frame))) => match ConnectRequest::parse(&{
             ctx.stats.packet_received(cs, frame.len() + 4);
             frame

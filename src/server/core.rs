@@ -356,6 +356,9 @@ impl Core {
         self.watches.trigger(&self.changes, &mut self.fired);
         let fired = std::mem::take(&mut self.fired);
         for f in &fired {
+            if !self.may_read(f) {
+                continue;
+            }
             let ev = WatcherEvent { event_type: f.event as i32, state: STATE_SYNC_CONNECTED, path: f.path.clone() };
             self.send(f.watcher, Outbound::Event(txn.zxid, ev));
         }
@@ -363,11 +366,38 @@ impl Core {
         (txn.zxid, outcome)
     }
 
+    /// ZooKeeper (ServerCnxn.process with the znode's ACL, 3.7+) drops a notification the
+    /// watcher's session may not READ: the watch is used up but nothing is sent. The ACL is the
+    /// node's (the parent's for a child event), or the deleted node's for NodeDeleted.
+    fn may_read(&self, f: &Fired) -> bool {
+        use crate::proto::EventType as E;
+        let deleted = || {
+            self.changes.iter().find_map(|c| match c {
+                Change::Deleted(p, acl) if *p == f.path => Some(acl.clone()),
+                _ => None,
+            })
+        };
+        let acl = match f.event {
+            E::NodeDeleted => deleted(),
+            // A node a multi created and deleted again is judged by the ACL it had.
+            _ => self.tree.get(&f.path).map(|n| n.acl.clone()).or_else(deleted),
+        };
+        let Some(acl) = acl else { return true };
+        let ids = self.conns.get(&f.watcher).and_then(|c| c.session).map_or(&[][..], |s| ids_of(&self.sessions, s));
+        acl::allows(&acl, crate::proto::perms::READ, ids)
+    }
+
     /// Queues a message for a connection. It leaves when the turn is committed: after the
     /// fsync of every txn the turn logged, so no client sees a change that is not durable.
     fn send(&mut self, conn: ConnId, msg: Outbound) {
         let Some(c) = self.conns.get(&conn) else { return };
-        self.out.push(Delivery { tx: c.handle.tx.clone(), cancel: c.handle.cancel.clone(), msg });
+        self.out.push(Delivery {
+            conn,
+            peer: c.handle.peer,
+            tx: c.handle.tx.clone(),
+            cancel: c.handle.cancel.clone(),
+            msg,
+        });
     }
 
     /// Queues a close after what is already queued.

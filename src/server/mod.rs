@@ -13,7 +13,7 @@ use crate::config::Config;
 use crate::server::core::{Core, CoreMsg};
 use dashmap::DashMap;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
@@ -47,10 +47,11 @@ pub struct Server {
     _lock: std::fs::File,
 }
 
-/// Decrements the per-IP count when a connection ends.
+/// Decrements the per-IP and total counts when a connection ends.
 struct IpSlot {
     ip: IpAddr,
     counts: Arc<DashMap<IpAddr, u32>>,
+    open: Arc<AtomicUsize>,
 }
 
 impl Drop for IpSlot {
@@ -59,6 +60,27 @@ impl Drop for IpSlot {
             *c = c.saturating_sub(1);
         }
         self.counts.remove_if(&self.ip, |_, c| *c == 0);
+        self.open.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// At most one refusal line per second, so a connection flood cannot flood the log
+/// (ZooKeeper rate-limits the same lines).
+struct RefusalLog {
+    last: Option<std::time::Instant>,
+    suppressed: u64,
+}
+
+impl RefusalLog {
+    fn refused(&mut self, ip: IpAddr, why: &str, limit: u64) {
+        let now = std::time::Instant::now();
+        if self.last.is_some_and(|t| now.duration_since(t) < Duration::from_secs(1)) {
+            self.suppressed += 1;
+            return;
+        }
+        let suppressed = std::mem::take(&mut self.suppressed);
+        self.last = Some(now);
+        tracing::warn!(%ip, limit, suppressed, "connection from {ip} refused: {why}");
     }
 }
 
@@ -177,6 +199,8 @@ async fn accept_loop(
     ops: Arc<ops::Ops>,
 ) {
     let counts: Arc<DashMap<IpAddr, u32>> = Arc::new(DashMap::new());
+    let open = Arc::new(AtomicUsize::new(0));
+    let mut refusals = RefusalLog { last: None, suppressed: 0 };
     let next_id = AtomicU64::new(1);
     loop {
         let accepted = tokio::select! {
@@ -192,15 +216,26 @@ async fn accept_loop(
             }
         };
         let ip = peer.ip();
+        // Refused connections are closed at once, before reading a byte, as ZooKeeper does.
+        if cfg.max_connections != 0 && open.load(Ordering::Acquire) >= cfg.max_connections as usize {
+            refusals.refused(ip, "too many connections in total (maxCnxns)", cfg.max_connections as u64);
+            continue;
+        }
         {
             let mut c = counts.entry(ip).or_insert(0);
             if cfg.max_client_cnxns != 0 && *c >= cfg.max_client_cnxns {
-                tracing::warn!(%ip, limit = cfg.max_client_cnxns, "too many connections from this address (maxClientCnxns): refused");
+                drop(c);
+                refusals.refused(
+                    ip,
+                    "too many connections from this address (maxClientCnxns)",
+                    cfg.max_client_cnxns as u64,
+                );
                 continue;
             }
             *c += 1;
         }
-        let slot = IpSlot { ip, counts: counts.clone() };
+        open.fetch_add(1, Ordering::AcqRel);
+        let slot = IpSlot { ip, counts: counts.clone(), open: open.clone() };
         let ctx = conn::ConnCtx {
             id: next_id.fetch_add(1, Ordering::Relaxed),
             peer,

@@ -22,7 +22,9 @@ use std::sync::Arc;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
     Created(String),
-    Deleted(String),
+    /// The deleted node's ACL rides along: watchers of a node that is gone are still told only
+    /// if they could READ it (ZooKeeper passes the node's ACL to triggerWatch).
+    Deleted(String, Arc<[Acl]>),
     DataChanged(String),
     /// The path is the parent whose child list changed.
     ChildrenChanged(String),
@@ -478,7 +480,7 @@ impl DataTree {
                 }
             }
         }
-        changes.push(Change::Deleted(path.to_owned()));
+        changes.push(Change::Deleted(path.to_owned(), node.acl.clone()));
         changes.push(Change::ChildrenChanged(path::parent(path).to_owned()));
     }
 }

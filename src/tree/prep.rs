@@ -332,7 +332,10 @@ mod tests {
         assert!(t.get("/e").is_none());
         assert_eq!(
             changes,
-            vec![super::super::Change::Deleted("/e".into()), super::super::Change::ChildrenChanged("/".into())]
+            vec![
+                super::super::Change::Deleted("/e".into(), Arc::from(Acl::open_unsafe())),
+                super::super::Change::ChildrenChanged("/".into())
+            ]
         );
     }
 }

@@ -1,6 +1,8 @@
 //! Shared helpers for integration tests: a zkr server on port 0 and a raw-frame client.
 #![allow(dead_code)]
 
+pub mod zkr_proc;
+
 use bytes::{BufMut, BytesMut};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

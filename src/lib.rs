@@ -19,6 +19,7 @@ pub mod codec;
 pub mod config;
 pub mod import;
 pub mod proto;
+pub mod security;
 pub mod server;
 pub mod session;
 pub mod storage;

@@ -2,22 +2,22 @@
 //! writer half drains the connection's bounded outbound queue (replies and notifications in
 //! one FIFO) into the socket, batching writes while the queue has more.
 //!
+//! The same code serves the plaintext and the TLS port: it works over any byte stream.
+//!
 //! Any framing or decoding error ends only this connection, with a log line naming why.
 
 use super::core::{ConnHandle, CoreMsg, Outbound};
 use super::four_letter;
 use crate::codec::{write_frame, FrameCodec};
 use crate::config::Config;
-use crate::proto::{xid, ConnectRequest, ReplyHeader, Request, RequestError};
+use crate::proto::{xid, ConnectRequest, Id, ReplyHeader, Request, RequestError};
 use crate::session::ConnId;
 use bytes::BytesMut;
 use futures::StreamExt;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::OwnedWriteHalf;
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, Semaphore};
 use tokio_util::codec::{Decoder, FramedRead};
 use tokio_util::sync::CancellationToken;
@@ -35,9 +35,13 @@ pub struct ConnCtx {
     pub shutdown: CancellationToken,
 }
 
-pub async fn serve(stream: TcpStream, ctx: ConnCtx) {
-    let _ = stream.set_nodelay(true);
-    let (mut rd, wr) = stream.into_split();
+/// Serves one connection. `tls_ids` are the identities its TLS client certificate brought
+/// (empty on the plaintext port).
+pub async fn serve<S>(stream: S, ctx: ConnCtx, tls_ids: Vec<Id>)
+where
+    S: AsyncRead + AsyncWrite + Send + 'static,
+{
+    let (mut rd, wr) = tokio::io::split(stream);
     let id = ctx.id;
     let peer = ctx.peer;
 
@@ -85,7 +89,7 @@ pub async fn serve(stream: TcpStream, ctx: ConnCtx) {
     let (tx, rx) = mpsc::channel(ctx.cfg.max_outbound_queue);
     let cancel = ctx.shutdown.child_token();
     let permits = Arc::new(Semaphore::new(ctx.cfg.max_outstanding_per_conn));
-    let handle = ConnHandle { id, tx, cancel: cancel.clone(), peer: peer.ip() };
+    let handle = ConnHandle { id, tx, cancel: cancel.clone(), peer: peer.ip(), tls_ids };
     let writer = tokio::spawn(write_loop(rx, wr, permits.clone(), cancel.clone()));
     if ctx.core.send(CoreMsg::Connect { conn: handle, req: connect }).await.is_err() {
         return;
@@ -156,9 +160,9 @@ fn encode(msg: Outbound, out: &mut BytesMut, permits: &Semaphore) -> bool {
     false
 }
 
-async fn write_loop(
+async fn write_loop<W: AsyncWrite + Unpin>(
     mut rx: mpsc::Receiver<Outbound>,
-    mut wr: OwnedWriteHalf,
+    mut wr: W,
     permits: Arc<Semaphore>,
     cancel: CancellationToken,
 ) {

@@ -3,8 +3,7 @@
 
 use super::conn::ConnCtx;
 use super::core::{CoreMsg, CoreStats};
-use tokio::io::AsyncWriteExt;
-use tokio::net::tcp::OwnedWriteHalf;
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 
 const WORDS: &[&str] = &["ruok", "isro", "srvr", "stat", "mntr"];
 
@@ -24,7 +23,7 @@ async fn stats(ctx: &ConnCtx) -> CoreStats {
     rx.await.unwrap_or_default()
 }
 
-pub async fn answer(word: &str, mut wr: OwnedWriteHalf, ctx: &ConnCtx) {
+pub async fn answer<W: AsyncWrite + Unpin>(word: &str, mut wr: W, ctx: &ConnCtx) {
     let allowed = ctx.cfg.four_letter_words.iter().any(|w| w == "*" || w == word);
     let text = if !allowed {
         format!("{word} is not executed because it is not in the whitelist.\n")

@@ -17,8 +17,6 @@ pub const SERVER_NAME: &str = "zk-sasl-md5";
 /// `SaslException` does in `ZooKeeperServer.processSasl`.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum SaslError {
-    #[error("DIGEST-MD5 must not have an initial response")]
-    InitialResponse,
     #[error("malformed DIGEST-MD5 response: {0}")]
     Malformed(String),
     #[error("DIGEST-MD5 response mismatch: {0}")]
@@ -33,7 +31,7 @@ pub enum SaslError {
 
 #[derive(Debug)]
 enum State {
-    /// Waiting for the client's empty first token.
+    /// Waiting for the client's (empty) first token.
     Start,
     /// Challenge sent with this nonce.
     Challenged {
@@ -76,12 +74,14 @@ impl DigestServer {
     ) -> Result<Step, SaslError> {
         match std::mem::replace(&mut self.state, State::Done) {
             State::Start => {
-                if !token.is_empty() {
-                    return Err(SaslError::InitialResponse);
-                }
+                // Java's DigestMD5Server ignores whatever the first token holds (ZooKeeper's
+                // client sends an empty one) and answers with the challenge.
+                let _ = token;
                 let nonce = base64::engine::general_purpose::STANDARD.encode(nonce_bytes);
+                // The challenge as Java's DigestMD5Server words it: qop is left out when it is
+                // only the default "auth", maxbuf when it is the default 65536.
                 let challenge =
-                    format!("realm=\"{SERVER_NAME}\",nonce=\"{nonce}\",qop=\"auth\",charset=utf-8,algorithm=md5-sess");
+                    format!("realm=\"{SERVER_NAME}\",nonce=\"{nonce}\",charset=utf-8,algorithm=md5-sess");
                 self.state = State::Challenged { nonce };
                 Ok(Step { token: challenge.into_bytes(), authorized: None })
             }
@@ -319,6 +319,7 @@ mod tests {
         let bad = s.step(client_response("bob", "wrong", &nonce).as_bytes(), &users, b"");
         assert_eq!(bad, Err(SaslError::BadCredentials("bob".into())));
         let mut s = DigestServer::new();
-        assert_eq!(s.step(b"x", &users, b""), Err(SaslError::InitialResponse));
+        let first = String::from_utf8(s.step(b"ignored", &users, b"n").unwrap().token).unwrap();
+        assert_eq!(first, "realm=\"zk-sasl-md5\",nonce=\"bg==\",charset=utf-8,algorithm=md5-sess");
     }
 }

@@ -127,6 +127,7 @@ run_clients() { # name plain secure
     timeout 150 java -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.security.auth.login.config="$C/jaas-client.conf" \
         -cp "$WORK:$CP" TlsCheck "$2" "$3" "$C" >"$WORK/java-$1.txt" 2>"$WORK/java-$1.err"
     timeout 90 /usr/bin/python3 "$HERE/kazoo_tls.py" "$2" "$3" "$C" >"$WORK/kazoo-$1.txt" 2>"$WORK/kazoo-$1.err"
+    timeout 60 /usr/bin/python3 "$HERE/sasl_wire.py" "$2" >"$WORK/wire-$1.txt" 2>"$WORK/wire-$1.err"
 }
 
 # ---------------------------------------------------------------- Debian's ZooKeeper
@@ -161,8 +162,23 @@ else
 fi
 kill "$ZKR_PID" 2>/dev/null; wait "$ZKR_PID" 2>/dev/null
 
+# ---------------------------------------------------------------- zkr only: whoAmI over TLS, x509 super user
+# (ZooKeeper 3.8 has no whoAmI.) Same data, restarted with bob's subject as the x509 super user.
+"$ZKR_BIN" serve --config "$WORK/zkr/zoo.cfg" --jaas-config "$C/jaas-server.conf" \
+    --x509-super-user "CN=bob,O=zkr" >>"$WORK/zkr/log" 2>&1 &
+ZKR_PID=$!
+PIDS+=($ZKR_PID)
+if wait_ruok "$ZKR_PLAIN"; then
+    for who in alice bob; do
+        timeout 30 /usr/bin/python3 "$HERE/whoami_tls.py" "$ZKR_SECURE" "$C" "$who" /tls-creator 2>&1
+    done >"$WORK/whoami-zkr.txt"
+else
+    say "zkr did not restart"; tail -20 "$WORK/zkr/log" >&2
+fi
+kill "$ZKR_PID" 2>/dev/null; wait "$ZKR_PID" 2>/dev/null
+
 # ---------------------------------------------------------------- comparisons
-for client in java kazoo; do
+for client in java kazoo wire; do
     if [ -s "$WORK/$client-zk.txt" ] && diff -u "$WORK/$client-zk.txt" "$WORK/$client-zkr.txt" >"$WORK/$client.diff"; then
         pass "$client: zkr transcript = ZooKeeper transcript ($(wc -l <"$WORK/$client-zkr.txt") lines)"
     else
@@ -171,7 +187,7 @@ for client in java kazoo; do
     fi
 done
 EXPECT="$HERE/expected"
-for client in java kazoo; do
+for client in java kazoo wire whoami; do
     got=$(sed "s|$C|CERTS|g" "$WORK/$client-zkr.txt" 2>/dev/null)
     if [ -n "$got" ] && [ "$got" = "$(cat "$EXPECT/$client.txt")" ]; then
         pass "$client: zkr transcript = $EXPECT/$client.txt"

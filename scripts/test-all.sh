@@ -35,6 +35,8 @@ echo "== import-zookeeper: data written by Debian's ZooKeeper, imported, compare
 bash tests/interop/import/run.sh || FAILED+=("import")
 echo "== Java-client session across zkr restarts"
 bash tests/interop/restart/run.sh || FAILED+=("restart")
+echo "== TLS (secureClientPort, x509) and SASL DIGEST-MD5: Java client and kazoo, zkr vs Debian ZooKeeper"
+bash tests/interop/tls/run.sh || FAILED+=("tls")
 if [ ${#FAILED[@]} -gt 0 ]; then
   echo "failed suites: ${FAILED[*]}"
   exit 1

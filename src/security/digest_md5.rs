@@ -80,8 +80,7 @@ impl DigestServer {
                 let nonce = base64::engine::general_purpose::STANDARD.encode(nonce_bytes);
                 // The challenge as Java's DigestMD5Server words it: qop is left out when it is
                 // only the default "auth", maxbuf when it is the default 65536.
-                let challenge =
-                    format!("realm=\"{SERVER_NAME}\",nonce=\"{nonce}\",charset=utf-8,algorithm=md5-sess");
+                let challenge = format!("realm=\"{SERVER_NAME}\",nonce=\"{nonce}\",charset=utf-8,algorithm=md5-sess");
                 self.state = State::Challenged { nonce };
                 Ok(Step { token: challenge.into_bytes(), authorized: None })
             }

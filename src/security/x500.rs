@@ -57,7 +57,7 @@ fn string_value(value: &x509_parser::der_parser::asn1_rs::Any) -> Option<String>
         19 | 20 | 22 | 27 => Some(data.iter().map(|b| *b as char).collect()),
         30 => {
             // BMPString: UTF-16BE
-            if data.len() % 2 != 0 {
+            if !data.len().is_multiple_of(2) {
                 return None;
             }
             let units: Vec<u16> = data.chunks(2).map(|c| u16::from_be_bytes([c[0], c[1]])).collect();

@@ -1,4 +1,4 @@
-"""zkr only (ZooKeeper 3.8 has no whoAmI): over TLS with a client certificate, whoAmI (opcode 109)
+"""zkr only (ZooKeeper 3.8 has no whoAmI): over TLS with a client certificate, whoAmI (opcode 107)
 lists the identities the session got at connect time, and getData shows whether they open a node.
 Usage: whoami_tls.py SECURE_PORT CERTDIR CERTNAME PATH
 """
@@ -37,9 +37,12 @@ def ustring(buf, at):
 
 send(struct.pack(">iqiqi", 0, 0, 30000, 0, 16) + b"\0" * 16 + b"\0")
 recv()
-send(struct.pack(">ii", 1, 109))
+send(struct.pack(">ii", 1, 107))
 r = recv()
 xid, zxid, err = struct.unpack(">iqi", r[:16])
+if err != 0:
+    print(f"{name}: whoami err={err}")
+    sys.exit(1)
 (count,) = struct.unpack(">i", r[16:20])
 at = 20
 for _ in range(count):

@@ -164,7 +164,7 @@ pub struct Config {
     /// Subject of the x509 super user.
     pub x509_super_user: Option<String>,
     /// SASL DIGEST-MD5 users and passwords (JAAS Server section); None = no SASL server.
-    pub sasl_users: Option<BTreeMap<String, String>>,
+    pub sasl_users: Option<crate::security::jaas::Users>,
     /// SASL user that gets `super`.
     pub sasl_super_user: Option<String>,
 }

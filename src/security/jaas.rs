@@ -16,6 +16,16 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+/// SASL accounts: user name → password. Debug shows the names only.
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct Users(pub BTreeMap<String, String>);
+
+impl std::fmt::Debug for Users {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.0.keys()).finish()
+    }
+}
+
 /// The section ZooKeeper's server logs in with.
 pub const SERVER_SECTION: &str = "Server";
 
@@ -178,11 +188,11 @@ pub fn parse(text: &str, file: &str) -> Result<BTreeMap<String, String>, JaasErr
 }
 
 /// Reads and parses a JAAS file.
-pub fn load(path: &Path) -> Result<BTreeMap<String, String>, JaasError> {
+pub fn load(path: &Path) -> Result<Users, JaasError> {
     let file = path.display().to_string();
     let text =
         std::fs::read_to_string(path).map_err(|e| JaasError::Read { file: file.clone(), reason: e.to_string() })?;
-    parse(&text, &file)
+    parse(&text, &file).map(Users)
 }
 
 #[cfg(test)]

@@ -594,7 +594,7 @@ impl Core {
         };
         let Some(c) = self.conns.get_mut(&conn) else { return };
         let nonce: [u8; 30] = rand::random();
-        let step = c.sasl.get_or_insert_with(DigestServer::new).step(token, users, &nonce);
+        let step = c.sasl.get_or_insert_with(DigestServer::new).step(token, &users.0, &nonce);
         match step {
             Ok(step) => {
                 if let Some(user) = step.authorized {

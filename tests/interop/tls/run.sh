@@ -7,7 +7,8 @@
 # expected outcome so that a shared bug cannot pass. Then zkr-only checks of bad TLS/JAAS settings.
 #
 #   ZKR_BIN=target/release/zkr bash tests/interop/tls/run.sh
-# Ports: TLS_PORT_BASE .. +9 (default 34100). Prints "N passed, M failed"; exit 1 on failure.
+# Ports: free pairs picked in TLS_PORT_BASE .. +899 (default 34100). Prints "N passed, M failed";
+# exit 1 on failure.
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ZKR_BIN=${ZKR_BIN:?set ZKR_BIN to the zkr binary}
@@ -115,13 +116,61 @@ ssl.clientAuth=need
 CFG
 }
 
-wait_ruok() { # port
+wait_ruok() { # port pid
     for _ in $(seq 150); do
         [ "$(echo ruok | nc -q1 127.0.0.1 "$1" 2>/dev/null)" = imok ] && return 0
+        kill -0 "$2" 2>/dev/null || return 1
         sleep 0.2
     done
     return 1
 }
+
+# The port range lies inside Linux's ephemeral range, so other programs' outgoing connections can
+# hold any port of it: pick two free ones right before each start, and retry a start that loses.
+free_pair() {
+    /usr/bin/python3 - "$BASE" <<'PY'
+import random, socket, sys
+base = int(sys.argv[1])
+def free(p):
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+ports = list(range(base, base + 898, 2))
+random.shuffle(ports)
+print(next((f"{p} {p + 1}" for p in ports if free(p) and free(p + 1)), "0 0"))
+PY
+}
+
+# start_server zk|zkr extra-args...: sets PLAIN, SECURE, SERVER_PID; 0 when it answers ruok.
+start_server() {
+    local kind=$1; shift
+    for _ in 1 2 3; do
+        read -r PLAIN SECURE < <(free_pair)
+        mkdir -p "$WORK/$kind/data"
+        write_cfg "$WORK/$kind" "$PLAIN" "$SECURE"
+        if [ "$kind" = zk ]; then
+            # Started directly: zkServer.sh's classpath lacks the Netty jars (codec, resolver) that
+            # the Netty server factory needs, and ZooKeeper's TLS port only exists with that factory.
+            java -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.security.auth.login.config="$C/jaas-server.conf" \
+                -Dorg.slf4j.simpleLogger.defaultLogLevel=info -cp "${CP//slf4j-nop/slf4j-simple}" \
+                org.apache.zookeeper.server.quorum.QuorumPeerMain "$WORK/zk/zoo.cfg" >>"$WORK/zk/log" 2>&1 &
+        else
+            "$ZKR_BIN" serve --config "$WORK/zkr/zoo.cfg" "$@" >>"$WORK/zkr/log" 2>&1 &
+        fi
+        SERVER_PID=$!
+        PIDS+=($SERVER_PID)
+        wait_ruok "$PLAIN" "$SERVER_PID" && return 0
+        kill -9 "$SERVER_PID" 2>/dev/null; wait "$SERVER_PID" 2>/dev/null
+    done
+    say "$kind did not start"; tail -n 20 "$WORK/$kind/log" >&2
+    return 1
+}
+stop_server() { kill "$SERVER_PID" 2>/dev/null; wait "$SERVER_PID" 2>/dev/null; }
 
 run_clients() { # name plain secure
     timeout 150 java -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.security.auth.login.config="$C/jaas-client.conf" \
@@ -131,51 +180,29 @@ run_clients() { # name plain secure
 }
 
 # ---------------------------------------------------------------- Debian's ZooKeeper
-ZK_PLAIN=$BASE; ZK_SECURE=$((BASE+1)); ZKR_PLAIN=$((BASE+2)); ZKR_SECURE=$((BASE+3))
-mkdir -p "$WORK/zk/data"
-write_cfg "$WORK/zk" "$ZK_PLAIN" "$ZK_SECURE"
-# Started directly: zkServer.sh's classpath lacks the Netty jars (codec, resolver) that the
-# Netty server factory needs, and ZooKeeper's TLS port only exists with that factory.
-ZK_CP="${CP//slf4j-nop/slf4j-simple}"
-java -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.security.auth.login.config="$C/jaas-server.conf" \
-    -Dorg.slf4j.simpleLogger.defaultLogLevel=info -cp "$ZK_CP" \
-    org.apache.zookeeper.server.quorum.QuorumPeerMain "$WORK/zk/zoo.cfg" >"$WORK/zk/log" 2>&1 &
-ZK_PID=$!
-PIDS+=($ZK_PID)
-if wait_ruok "$ZK_PLAIN"; then
-    run_clients zk "$ZK_PLAIN" "$ZK_SECURE"
-else
-    say "Debian ZooKeeper did not start"; tail -20 "$WORK/zk/log" >&2
-fi
-kill "$ZK_PID" 2>/dev/null; wait "$ZK_PID" 2>/dev/null
+start_server zk && run_clients zk "$PLAIN" "$SECURE"
+stop_server
 
 # ---------------------------------------------------------------- zkr
-mkdir -p "$WORK/zkr/data"
-write_cfg "$WORK/zkr" "$ZKR_PLAIN" "$ZKR_SECURE"
-"$ZKR_BIN" serve --config "$WORK/zkr/zoo.cfg" --jaas-config "$C/jaas-server.conf" >"$WORK/zkr/log" 2>&1 &
-ZKR_PID=$!
-PIDS+=($ZKR_PID)
-if wait_ruok "$ZKR_PLAIN"; then
-    run_clients zkr "$ZKR_PLAIN" "$ZKR_SECURE"
-else
-    say "zkr did not start"; tail -20 "$WORK/zkr/log" >&2
-fi
-kill "$ZKR_PID" 2>/dev/null; wait "$ZKR_PID" 2>/dev/null
+start_server zkr --jaas-config "$C/jaas-server.conf" && run_clients zkr "$PLAIN" "$SECURE"
+stop_server
 
 # ---------------------------------------------------------------- zkr only: whoAmI over TLS, x509 super user
 # (ZooKeeper 3.8 has no whoAmI.) Same data, restarted with bob's subject as the x509 super user.
-"$ZKR_BIN" serve --config "$WORK/zkr/zoo.cfg" --jaas-config "$C/jaas-server.conf" \
-    --x509-super-user "CN=bob,O=zkr" >>"$WORK/zkr/log" 2>&1 &
-ZKR_PID=$!
-PIDS+=($ZKR_PID)
-if wait_ruok "$ZKR_PLAIN"; then
+if start_server zkr --jaas-config "$C/jaas-server.conf" --x509-super-user "CN=bob,O=zkr"; then
     for who in alice bob; do
-        timeout 30 /usr/bin/python3 "$HERE/whoami_tls.py" "$ZKR_SECURE" "$C" "$who" /tls-creator 2>&1
+        timeout 30 /usr/bin/python3 "$HERE/whoami_tls.py" "$SECURE" "$C" "$who" /tls-creator 2>&1
     done >"$WORK/whoami-zkr.txt"
-else
-    say "zkr did not restart"; tail -20 "$WORK/zkr/log" >&2
 fi
-kill "$ZKR_PID" 2>/dev/null; wait "$ZKR_PID" 2>/dev/null
+stop_server
+# ssl.clientAuth=want (the flag overrides zoo.cfg): no certificate connects without x509, a
+# certificate still brings it.
+if start_server zkr --tls-client-auth want; then
+    for who in no-cert alice; do
+        timeout 30 /usr/bin/python3 "$HERE/whoami_tls.py" "$SECURE" "$C" "$who" /tls-creator 2>&1 | sed 's/^/want /'
+    done >>"$WORK/whoami-zkr.txt"
+fi
+stop_server
 
 # ---------------------------------------------------------------- comparisons
 for client in java kazoo wire; do
@@ -201,7 +228,7 @@ done
 refuses() { # name expected-text args...
     local name=$1 want=$2; shift 2
     local out
-    out=$(timeout 20 "$ZKR_BIN" serve --data-dir "$WORK/bad" --port "$((BASE+5))" "$@" 2>&1)
+    out=$(timeout 20 "$ZKR_BIN" serve --data-dir "$WORK/bad" --port 0 "$@" 2>&1)
     local rc=$?
     if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -qF -- "$want" <<<"$out"; then
         pass "startup refused: $name"
@@ -209,14 +236,14 @@ refuses() { # name expected-text args...
         fail "startup refused: $name (rc=$rc, wanted '$want')"; echo "$out" | tail -3
     fi
 }
-printf 'clientPort=%s\nsecureClientPort=%s\nssl.keyStore.location=%s\nssl.clientAuth=sometimes\n' \
-    "$((BASE+5))" "$((BASE+6))" "$C/server-keystore.pem" >"$WORK/bad-auth.cfg"
+printf 'clientPort=0\nsecureClientPort=0\nssl.keyStore.location=%s\nssl.clientAuth=sometimes\n' \
+    "$C/server-keystore.pem" >"$WORK/bad-auth.cfg"
 refuses "ssl.clientAuth value names file:line" "bad-auth.cfg:4: ssl.clientAuth must be none, want or need" --config "$WORK/bad-auth.cfg"
-printf 'secureClientPort=%s\nssl.keyStore.location=/x/keystore.jks\n' "$((BASE+6))" >"$WORK/bad-jks.cfg"
+printf 'secureClientPort=0\nssl.keyStore.location=/x/keystore.jks\n' >"$WORK/bad-jks.cfg"
 refuses "JKS key store" "bad-jks.cfg:2:" --config "$WORK/bad-jks.cfg"
-refuses "missing certificate file" "cannot read $WORK/nope.pem" --secure-port "$((BASE+6))" --tls-cert "$WORK/nope.pem"
-refuses "certificate file without a key" "no unencrypted PRIVATE KEY" --secure-port "$((BASE+6))" --tls-cert "$C/ca.pem"
-refuses "want without a CA" "need CA certificates" --secure-port "$((BASE+6))" --tls-cert "$C/server-keystore.pem" --tls-client-auth want
+refuses "missing certificate file" "cannot read $WORK/nope.pem" --secure-port 0 --tls-cert "$WORK/nope.pem"
+refuses "certificate file without a key" "no unencrypted PRIVATE KEY" --secure-port 0 --tls-cert "$C/ca.pem"
+refuses "want without a CA" "need CA certificates" --secure-port 0 --tls-cert "$C/server-keystore.pem" --tls-client-auth want
 printf 'Server {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n  user_bob="x"\n};\n' >"$WORK/bad-jaas.conf"
 refuses "JAAS syntax error names file:line" "bad-jaas.conf:4:" --jaas-config "$WORK/bad-jaas.conf"
 

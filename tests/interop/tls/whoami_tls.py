@@ -1,6 +1,6 @@
 """zkr only (ZooKeeper 3.8 has no whoAmI): over TLS with a client certificate, whoAmI (opcode 107)
 lists the identities the session got at connect time, and getData shows whether they open a node.
-Usage: whoami_tls.py SECURE_PORT CERTDIR CERTNAME PATH
+Usage: whoami_tls.py SECURE_PORT CERTDIR CERTNAME|no-cert PATH
 """
 import socket
 import ssl
@@ -10,7 +10,8 @@ import sys
 port, certs, name, path = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 ctx.load_verify_locations(f"{certs}/ca.pem")
-ctx.load_cert_chain(f"{certs}/{name}.pem", f"{certs}/{name}.key")
+if name != "no-cert":
+    ctx.load_cert_chain(f"{certs}/{name}.pem", f"{certs}/{name}.key")
 s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=10), server_hostname="localhost")
 
 

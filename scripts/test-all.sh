@@ -11,7 +11,8 @@ SUDO=""
 echo "== installing test dependencies (apt-get)"
 $SUDO apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq \
-  zookeeper zookeeper-bin libzookeeper-java python3-kazoo netcat-openbsd >/dev/null
+  zookeeper zookeeper-bin libzookeeper-java python3-kazoo netcat-openbsd \
+  libnetty-java python3-pure-sasl openssl >/dev/null
 
 echo "== cargo build --release"
 cargo build --release --locked

@@ -8,7 +8,7 @@
 
 use super::core::{ConnHandle, CoreMsg, Outbound};
 use super::four_letter;
-use crate::codec::{write_frame, FrameCodec};
+use crate::codec::{write_frame, FrameCodec, FrameError};
 use crate::config::Config;
 use crate::proto::{xid, ConnectRequest, Id, ReplyHeader, Request, RequestError};
 use crate::session::ConnId;
@@ -102,6 +102,9 @@ where
         };
         let frame = match frame {
             None => break,
+            // A TLS client that closes without close_notify (kazoo, the Java client) is a
+            // normal end of connection, not an error worth a warning.
+            Some(Err(FrameError::Io(e))) if e.kind() == std::io::ErrorKind::UnexpectedEof => break,
             Some(Err(e)) => {
                 tracing::warn!(conn = id, %peer, "closing connection: {e}");
                 break;

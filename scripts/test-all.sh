@@ -11,7 +11,8 @@ SUDO=""
 echo "== installing test dependencies (apt-get)"
 $SUDO apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq \
-  zookeeper zookeeper-bin libzookeeper-java python3-kazoo netcat-openbsd >/dev/null
+  zookeeper zookeeper-bin libzookeeper-java python3-kazoo netcat-openbsd \
+  libnetty-java python3-pure-sasl openssl >/dev/null
 
 echo "== cargo build --release"
 cargo build --release --locked
@@ -47,6 +48,8 @@ echo "== compatibility matrix (docs/compatibility.md from every suite's rows)"
 /usr/bin/python3 tests/interop/matrix.py generate || FAILED+=("matrix")
 echo "== hostile input: ACL matrix vs Debian ZooKeeper (limits, garbage, fuzzing run in cargo test)"
 bash tests/interop/hostile/run.sh || FAILED+=("hostile")
+echo "== TLS (secureClientPort, x509) and SASL DIGEST-MD5: Java client and kazoo, zkr vs Debian ZooKeeper"
+bash tests/interop/tls/run.sh || FAILED+=("tls")
 if [ ${#FAILED[@]} -gt 0 ]; then
   echo "failed suites: ${FAILED[*]}"
   exit 1

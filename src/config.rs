@@ -88,6 +88,63 @@ pub struct ServeArgs {
     /// A ZooKeeper zoo.cfg to read.
     #[arg(long)]
     pub config: Option<PathBuf>,
+    /// TLS client port (zoo.cfg secureClientPort); runs beside the plaintext port.
+    #[arg(long)]
+    pub secure_port: Option<u16>,
+    /// PEM server certificate chain for the TLS port (may also hold the key, as ZooKeeper's
+    /// PEM `ssl.keyStore.location` does).
+    #[arg(long)]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of the server certificate (default: looked for in --tls-cert).
+    #[arg(long)]
+    pub tls_key: Option<PathBuf>,
+    /// PEM CA certificates that client certificates must chain to (zoo.cfg ssl.trustStore.location).
+    #[arg(long)]
+    pub tls_ca: Option<PathBuf>,
+    /// Client certificates: none, want or need (zoo.cfg ssl.clientAuth; default need with a CA).
+    #[arg(long)]
+    pub tls_client_auth: Option<String>,
+    /// Client certificate subject that gets `super`
+    /// (ZooKeeper's zookeeper.X509AuthenticationProvider.superUser).
+    #[arg(long)]
+    pub x509_super_user: Option<String>,
+    /// JAAS file whose `Server` section lists SASL DIGEST-MD5 users as `user_<name>="<password>"`
+    /// (what ZooKeeper reads from -Djava.security.auth.login.config).
+    #[arg(long)]
+    pub jaas_config: Option<PathBuf>,
+    /// SASL user that gets `super` (ZooKeeper's zookeeper.superUser).
+    #[arg(long)]
+    pub sasl_super_user: Option<String>,
+}
+
+/// Whether the TLS port asks for client certificates (ZooKeeper's `ssl.clientAuth`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientAuth {
+    None,
+    Want,
+    Need,
+}
+
+impl ClientAuth {
+    fn parse(v: &str) -> Option<ClientAuth> {
+        match v.to_ascii_lowercase().as_str() {
+            "none" => Some(ClientAuth::None),
+            "want" => Some(ClientAuth::Want),
+            "need" => Some(ClientAuth::Need),
+            _ => None,
+        }
+    }
+}
+
+/// The TLS client port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsSettings {
+    pub port: u16,
+    pub bind: IpAddr,
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    pub ca: Option<PathBuf>,
+    pub client_auth: ClientAuth,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -131,6 +188,14 @@ pub struct Config {
     pub admin_bind: IpAddr,
     /// AdminServer port (zoo.cfg admin.serverPort, default 8080).
     pub admin_port: u16,
+    /// The TLS port, if configured (secureClientPort).
+    pub tls: Option<TlsSettings>,
+    /// Subject of the x509 super user.
+    pub x509_super_user: Option<String>,
+    /// SASL DIGEST-MD5 users and passwords (JAAS Server section); None = no SASL server.
+    pub sasl_users: Option<crate::security::jaas::Users>,
+    /// SASL user that gets `super`.
+    pub sasl_super_user: Option<String>,
 }
 
 impl Default for Config {
@@ -161,6 +226,10 @@ impl Default for Config {
             snap_count: 100_000,
             snap_retain_count: 3,
             recover_older_snapshot: false,
+            tls: None,
+            x509_super_user: None,
+            sasl_users: None,
+            sasl_super_user: None,
         }
     }
 }
@@ -186,6 +255,17 @@ const USED: &[&str] = &[
     "admin.enableServer",
     "admin.serverAddress",
     "admin.serverPort",
+    "secureClientPort",
+    "secureClientPortAddress",
+    "ssl.keyStore.location",
+    "ssl.keyStore.type",
+    "ssl.keyStore.password",
+    "ssl.trustStore.location",
+    "ssl.trustStore.type",
+    "ssl.trustStore.password",
+    "ssl.clientAuth",
+    "X509AuthenticationProvider.superUser",
+    "superUser",
 ];
 
 /// zoo.cfg keys with their values and line numbers.
@@ -235,6 +315,7 @@ impl Config {
         let mut c = Config::default();
         let mut min_from_file = None;
         let mut max_from_file = None;
+        let mut tls_file = TlsFromFile::default();
         if let Some(ZooCfg { name, keys }) = file {
             let num = |key: &str| -> Result<Option<i64>, ConfigError> {
                 match keys.get(key) {
@@ -342,6 +423,9 @@ impl Config {
             if let Some(v) = num("admin.serverPort")? {
                 c.admin_port = range("admin.serverPort", v, 0, 65535)? as u16;
             }
+            tls_file = tls_from_file(name, keys)?;
+            c.x509_super_user = keys.get("X509AuthenticationProvider.superUser").map(|(v, _)| v.clone());
+            c.sasl_super_user = keys.get("superUser").map(|(v, _)| v.clone());
             for (k, (_, line)) in keys.iter() {
                 if !USED.contains(&k.as_str()) {
                     tracing::info!(file = %name, line, key = %k, "zoo.cfg key not used by zkr, ignored");
@@ -404,6 +488,17 @@ impl Config {
         if let Some(v) = args.admin_enable {
             c.admin_enabled = v;
         }
+        c.tls = tls_settings(args, tls_file, c.bind)?;
+        if let Some(v) = &args.x509_super_user {
+            c.x509_super_user = Some(v.clone());
+        }
+        if let Some(v) = &args.sasl_super_user {
+            c.sasl_super_user = Some(v.clone());
+        }
+        if let Some(p) = &args.jaas_config {
+            let users = crate::security::jaas::load(p).map_err(|e| ConfigError::Invalid(e.to_string()))?;
+            c.sasl_users = Some(users);
+        }
         if c.tick_time_ms == 0 {
             return Err(ConfigError::Invalid("tickTime must be positive".into()));
         }
@@ -423,6 +518,98 @@ impl Config {
         }
         Ok(c)
     }
+}
+
+/// TLS keys of a zoo.cfg, checked.
+#[derive(Default)]
+struct TlsFromFile {
+    port: Option<u16>,
+    bind: Option<IpAddr>,
+    key_store: Option<PathBuf>,
+    trust_store: Option<PathBuf>,
+    client_auth: Option<ClientAuth>,
+}
+
+/// ZooKeeper's TLS keys. zkr reads PEM only: ZooKeeper's PEM key store is one file with the key
+/// and the certificate chain, its PEM trust store a file of CA certificates.
+fn tls_from_file(name: &str, keys: &CfgKeys) -> Result<TlsFromFile, ConfigError> {
+    let bad = |key: &str, reason: String| ConfigError::Line {
+        file: name.to_owned(),
+        line: keys.get(key).map_or(0, |(_, l)| *l),
+        reason,
+    };
+    let mut t = TlsFromFile::default();
+    if let Some((v, _)) = keys.get("secureClientPort") {
+        let port = v
+            .parse::<u16>()
+            .map_err(|_| bad("secureClientPort", format!("secureClientPort must be a port number, found {v:?}")))?;
+        t.port = Some(port);
+    }
+    if let Some((v, _)) = keys.get("secureClientPortAddress") {
+        let ip = v.parse().map_err(|_| {
+            bad("secureClientPortAddress", format!("secureClientPortAddress must be an IP address, found {v:?}"))
+        })?;
+        t.bind = Some(ip);
+    }
+    for (store, field) in [("keyStore", &mut t.key_store), ("trustStore", &mut t.trust_store)] {
+        let loc = format!("ssl.{store}.location");
+        let Some((path, _)) = keys.get(&loc) else { continue };
+        let ty_key = format!("ssl.{store}.type");
+        let pem_by_name = [".pem", ".crt", ".cer", ".key"].iter().any(|e| path.to_ascii_lowercase().ends_with(e));
+        match keys.get(&ty_key) {
+            Some((ty, _)) if !ty.eq_ignore_ascii_case("PEM") => {
+                return Err(bad(&ty_key, format!("zkr reads PEM files only ({ty_key}=PEM), found {ty:?}")));
+            }
+            None if !pem_by_name => {
+                return Err(bad(&loc, format!("{path:?} is not a .pem file: zkr reads PEM only (set {ty_key}=PEM)")));
+            }
+            _ => {}
+        }
+        let pw_key = format!("ssl.{store}.password");
+        if keys.get(&pw_key).is_some_and(|(p, _)| !p.is_empty()) {
+            return Err(bad(&pw_key, "encrypted PEM files are not supported: leave the password empty".into()));
+        }
+        *field = Some(PathBuf::from(path));
+    }
+    if let Some((v, _)) = keys.get("ssl.clientAuth") {
+        let auth = ClientAuth::parse(v)
+            .ok_or_else(|| bad("ssl.clientAuth", format!("ssl.clientAuth must be none, want or need, found {v:?}")))?;
+        t.client_auth = Some(auth);
+    }
+    Ok(t)
+}
+
+/// Flags over zoo.cfg for the TLS port; None when no secure port is configured.
+fn tls_settings(args: &ServeArgs, file: TlsFromFile, plain_bind: IpAddr) -> Result<Option<TlsSettings>, ConfigError> {
+    let client_auth = match &args.tls_client_auth {
+        Some(v) => Some(ClientAuth::parse(v).ok_or_else(|| {
+            ConfigError::Invalid(format!("--tls-client-auth must be none, want or need, found {v:?}"))
+        })?),
+        None => file.client_auth,
+    };
+    let Some(port) = args.secure_port.or(file.port) else {
+        if args.tls_cert.is_some() || args.tls_key.is_some() || args.tls_ca.is_some() {
+            return Err(ConfigError::Invalid(
+                "--tls-cert/--tls-key/--tls-ca need a secure port (--secure-port or secureClientPort)".into(),
+            ));
+        }
+        return Ok(None);
+    };
+    let Some(cert) = args.tls_cert.clone().or(file.key_store) else {
+        return Err(ConfigError::Invalid(
+            "the secure port needs a server certificate (--tls-cert or ssl.keyStore.location)".into(),
+        ));
+    };
+    let key = args.tls_key.clone().unwrap_or_else(|| cert.clone());
+    let ca = args.tls_ca.clone().or(file.trust_store);
+    // ZooKeeper's default is need; without a CA there is nothing to check a client against.
+    let client_auth = client_auth.unwrap_or(if ca.is_some() { ClientAuth::Need } else { ClientAuth::None });
+    if client_auth != ClientAuth::None && ca.is_none() {
+        return Err(ConfigError::Invalid(
+            "client certificates (want/need) need CA certificates (--tls-ca or ssl.trustStore.location)".into(),
+        ));
+    }
+    Ok(Some(TlsSettings { port, bind: file.bind.unwrap_or(plain_bind), cert, key, ca, client_auth }))
 }
 
 fn read_file(p: &Path) -> Result<ZooCfg, ConfigError> {
@@ -486,5 +673,24 @@ mod tests {
         assert_eq!(e.to_string(), "zoo.cfg:2: expected key=value, found \"this is wrong\"");
         let e = with_file("clientPort=abc\n", ServeArgs::default()).unwrap_err();
         assert!(e.to_string().starts_with("zoo.cfg:1: clientPort must be a number"), "{e}");
+    }
+
+    #[test]
+    fn tls_keys_from_zoo_cfg() {
+        let text = "secureClientPort=2281\nssl.keyStore.location=/k/server.pem\nssl.trustStore.location=/k/ca.pem\n";
+        let c = with_file(text, ServeArgs::default()).unwrap();
+        let t = c.tls.unwrap();
+        assert_eq!((t.port, t.client_auth), (2281, ClientAuth::Need));
+        assert_eq!((t.cert.clone(), t.key), (PathBuf::from("/k/server.pem"), PathBuf::from("/k/server.pem")));
+        let e =
+            with_file("secureClientPort=2281\nssl.keyStore.location=/k/ks.jks\n", ServeArgs::default()).unwrap_err();
+        assert!(e.to_string().starts_with("zoo.cfg:2: \"/k/ks.jks\" is not a .pem file"), "{e}");
+        let e = with_file("ssl.clientAuth=maybe\n", ServeArgs::default()).unwrap_err();
+        assert!(e.to_string().starts_with("zoo.cfg:1: ssl.clientAuth must be"), "{e}");
+        let e = with_file("secureClientPort=2281\n", ServeArgs::default()).unwrap_err();
+        assert!(e.to_string().contains("needs a server certificate"), "{e}");
+        let args = ServeArgs { tls_client_auth: Some("want".into()), ..Default::default() };
+        let e = with_file("secureClientPort=1\nssl.keyStore.location=/s.pem\n", args).unwrap_err();
+        assert!(e.to_string().contains("need CA certificates"), "{e}");
     }
 }

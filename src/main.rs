@@ -29,6 +29,8 @@ fn init_logging(format: LogFormat) {
     }
 }
 
+/// Parsed once at startup, so the size of the Serve variant does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Command {
     /// Serve ZooKeeper clients (default: 0.0.0.0:2181, data in ./zkr-data).

@@ -2,23 +2,23 @@
 //! writer half drains the connection's bounded outbound queue (replies and notifications in
 //! one FIFO) into the socket, batching writes while the queue has more.
 //!
+//! The same code serves the plaintext and the TLS port: it works over any byte stream.
+//!
 //! Any framing or decoding error ends only this connection, with a log line naming why.
 
 use super::core::{ConnHandle, CoreMsg, Outbound};
 use super::four_letter;
 use super::stats::{ConnStats, ServerStats};
-use crate::codec::{write_frame, FrameCodec};
+use crate::codec::{write_frame, FrameCodec, FrameError};
 use crate::config::Config;
-use crate::proto::{xid, ConnectRequest, OpCode, ReplyHeader, Request, RequestError};
+use crate::proto::{xid, ConnectRequest, Id, OpCode, ReplyHeader, Request, RequestError};
 use crate::session::ConnId;
 use bytes::BytesMut;
 use futures::StreamExt;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::OwnedWriteHalf;
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, Semaphore};
 use tokio_util::codec::{Decoder, FramedRead};
 use tokio_util::sync::CancellationToken;
@@ -36,16 +36,23 @@ pub struct ConnCtx {
     pub ops: Arc<super::ops::Ops>,
 }
 
-pub async fn serve(stream: TcpStream, ctx: ConnCtx) {
+/// Serves one connection. `tls_ids` are the identities its TLS client certificate brought
+/// (empty on the plaintext port).
+pub async fn serve<S>(stream: S, ctx: ConnCtx, tls_ids: Vec<Id>)
+where
+    S: AsyncRead + AsyncWrite + Send + 'static,
+{
     let cs = Arc::new(ConnStats::new(ctx.peer));
     ctx.stats.conns.insert(ctx.id, cs.clone());
-    serve_conn(stream, &ctx, &cs).await;
+    serve_conn(stream, &ctx, &cs, tls_ids).await;
     ctx.stats.conn_closed(ctx.id);
 }
 
-async fn serve_conn(stream: TcpStream, ctx: &ConnCtx, cs: &Arc<ConnStats>) {
-    let _ = stream.set_nodelay(true);
-    let (mut rd, wr) = stream.into_split();
+async fn serve_conn<S>(stream: S, ctx: &ConnCtx, cs: &Arc<ConnStats>, tls_ids: Vec<Id>)
+where
+    S: AsyncRead + AsyncWrite + Send + 'static,
+{
+    let (mut rd, wr) = tokio::io::split(stream);
     let id = ctx.id;
     let peer = ctx.peer;
 
@@ -111,7 +118,7 @@ async fn serve_conn(stream: TcpStream, ctx: &ConnCtx, cs: &Arc<ConnStats>) {
     let (tx, rx) = mpsc::channel(ctx.cfg.max_outbound_queue);
     let cancel = ctx.shutdown.child_token();
     let permits = Arc::new(Semaphore::new(ctx.cfg.max_outstanding_per_conn));
-    let handle = ConnHandle { id, tx, cancel: cancel.clone(), peer: peer.ip() };
+    let handle = ConnHandle { id, tx, cancel: cancel.clone(), peer: peer.ip(), tls_ids };
     let writer = tokio::spawn(write_loop(rx, wr, permits.clone(), cancel.clone(), ctx.stats.clone(), cs.clone()));
     if ctx.core.send(CoreMsg::Connect { conn: handle, req: connect }).await.is_err() {
         return;
@@ -124,6 +131,9 @@ async fn serve_conn(stream: TcpStream, ctx: &ConnCtx, cs: &Arc<ConnStats>) {
         };
         let frame = match frame {
             None => break,
+            // A TLS client that closes without close_notify (kazoo, the Java client) is a
+            // normal end of connection, not an error worth a warning.
+            Some(Err(FrameError::Io(e))) if e.kind() == std::io::ErrorKind::UnexpectedEof => break,
             Some(Err(e)) => {
                 tracing::warn!(conn = id, %peer, "closing connection: {e}");
                 break;
@@ -194,9 +204,9 @@ fn encode(msg: Outbound, out: &mut BytesMut, permits: &Semaphore, stats: &Server
     false
 }
 
-async fn write_loop(
+async fn write_loop<W: AsyncWrite + Unpin>(
     mut rx: mpsc::Receiver<Outbound>,
-    mut wr: OwnedWriteHalf,
+    mut wr: W,
     permits: Arc<Semaphore>,
     cancel: CancellationToken,
     stats: Arc<ServerStats>,

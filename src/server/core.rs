@@ -14,6 +14,7 @@ use crate::proto::{
     xid, ConnectRequest, ConnectResponse, ErrorCode, Id, MultiOp, MultiResult, OpCode, ReplyHeader, Request,
     RequestBody, Response, WatcherEvent, STATE_SYNC_CONNECTED,
 };
+use crate::security::digest_md5::DigestServer;
 use crate::session::{initial_session_id, ConnId, ExpiryQueue, Passwords, Session};
 use crate::storage::{self, wal, Layout};
 use crate::tree::{acl, prep, Change, DataTree, OpOutcome};
@@ -45,6 +46,8 @@ pub struct ConnHandle {
     pub tx: mpsc::Sender<Outbound>,
     pub cancel: CancellationToken,
     pub peer: IpAddr,
+    /// Identities from the TLS client certificate (`x509`, maybe `super`), added at connect.
+    pub tls_ids: Vec<Id>,
 }
 
 /// Messages into the core.
@@ -108,6 +111,8 @@ pub struct Inspection {
 struct Conn {
     handle: ConnHandle,
     session: Option<SessionId>,
+    /// The connection's SASL DIGEST-MD5 exchange, once the client has started one.
+    sasl: Option<DigestServer>,
 }
 
 pub struct Core {
@@ -424,7 +429,9 @@ impl Core {
     fn connect(&mut self, conn: ConnHandle, req: ConnectRequest) {
         let id = conn.id;
         let peer = conn.peer;
-        self.conns.insert(id, Conn { handle: conn, session: None });
+        let mut ids = vec![Id::new("ip", &peer.to_string())];
+        ids.extend(conn.tls_ids.iter().cloned());
+        self.conns.insert(id, Conn { handle: conn, session: None, sasl: None });
         let last = self.tree.last_zxid();
         if req.last_zxid_seen > last {
             // ZooKeeper refuses a client that has seen a newer state, without a response.
@@ -435,7 +442,6 @@ impl Core {
         }
         let timeout =
             req.timeout_ms.clamp(self.cfg.min_session_timeout_ms as i32, self.cfg.max_session_timeout_ms as i32);
-        let ids = vec![Id::new("ip", &peer.to_string())];
         let sid = if req.session_id == 0 {
             let sid = self.next_session;
             self.next_session += 1;
@@ -615,10 +621,7 @@ impl Core {
                 };
                 self.reply(conn, xid, res);
             }
-            RequestBody::Sasl { .. } => {
-                // No SASL server configured: ZooKeeper answers with an empty (null) token.
-                self.send(conn, Outbound::Reply(ReplyHeader { xid, zxid: 0, err: 0 }, Response::Sasl(None)));
-            }
+            RequestBody::Sasl { token } => self.sasl(conn, sid, xid, token.as_deref().unwrap_or(&[])),
         }
     }
 
@@ -676,6 +679,48 @@ impl Core {
             }
         }
         self.send(conn, Outbound::Reply(ReplyHeader { xid, zxid: 0, err: 0 }, Response::Empty));
+    }
+
+    /// One SASL token (`ZooKeeperServer.processSasl`). Replies carry zxid 0. A failed exchange
+    /// answers AUTHFAILED with a null token and closes the connection, as ZooKeeper does when
+    /// SASL is not required; the session stays until it expires.
+    fn sasl(&mut self, conn: ConnId, sid: SessionId, xid: i32, token: &[u8]) {
+        let ok = |t: Option<Vec<u8>>| {
+            Outbound::Reply(ReplyHeader { xid, zxid: 0, err: 0 }, Response::Sasl(t.map(Into::into)))
+        };
+        let Some(users) = self.cfg.sasl_users.as_ref() else {
+            // No SASL server configured: ZooKeeper answers with an empty (null) token.
+            self.send(conn, ok(None));
+            return;
+        };
+        let Some(c) = self.conns.get_mut(&conn) else { return };
+        let nonce: [u8; 30] = rand::random();
+        let step = c.sasl.get_or_insert_with(DigestServer::new).step(token, &users.0, &nonce);
+        match step {
+            Ok(step) => {
+                if let Some(user) = step.authorized {
+                    tracing::info!(conn, session = format!("0x{sid:x}"), user, "SASL DIGEST-MD5 authenticated");
+                    let mut new_ids = vec![Id::new("sasl", &user)];
+                    if self.cfg.sasl_super_user.as_deref() == Some(user.as_str()) {
+                        new_ids.push(Id::new("super", ""));
+                    }
+                    if let Some(s) = self.sessions.get_mut(&sid) {
+                        for id in new_ids {
+                            if !s.ids.contains(&id) {
+                                s.ids.push(id);
+                            }
+                        }
+                    }
+                }
+                self.send(conn, ok(Some(step.token)));
+            }
+            Err(e) => {
+                tracing::warn!(conn, session = format!("0x{sid:x}"), "SASL authentication failed: {e}");
+                let header = ReplyHeader { xid, zxid: 0, err: ErrorCode::AuthFailed.code() };
+                self.send(conn, Outbound::Reply(header, Response::Sasl(None)));
+                self.close_conn(conn);
+            }
+        }
     }
 
     /// `DataTree.setWatches`: catch up on what changed since `relative_zxid`, re-arm the rest.

@@ -7,8 +7,7 @@ use super::ops::{java_double, ConnView, Ops, VERSION};
 use crate::cli::format::java_date;
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
-use tokio::io::AsyncWriteExt;
-use tokio::net::tcp::OwnedWriteHalf;
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 
 const WORDS: &[&str] = &[
     "ruok", "stat", "srvr", "mntr", "cons", "crst", "srst", "wchs", "wchc", "wchp", "dump", "envi", "conf", "isro",
@@ -19,7 +18,7 @@ pub fn recognise(first: &[u8; 4]) -> Option<&'static str> {
     WORDS.iter().copied().find(|w| w.as_bytes() == first)
 }
 
-pub async fn answer(word: &str, mut wr: OwnedWriteHalf, ops: &Ops) {
+pub async fn answer<W: AsyncWrite + Unpin>(word: &str, mut wr: W, ops: &Ops) {
     let text = render(word, ops).await;
     let _ = wr.write_all(text.as_bytes()).await;
     let _ = wr.shutdown().await;

@@ -1,4 +1,4 @@
-//! The server: accept loop, per-IP connection limits, the core thread and its ticker, and an
+//! The server: accept loops (plaintext and, if configured, TLS), per-IP connection limits, the core thread and its ticker, and an
 //! ordered shutdown (stop accepting, close connections, let the core drain and stop).
 
 mod committer;
@@ -32,15 +32,18 @@ pub enum StartError {
     Storage(#[from] crate::storage::StorageError),
     #[error("cannot start a thread: {0}")]
     Thread(std::io::Error),
+    #[error("secure client port: {0}")]
+    Tls(#[from] crate::security::tls::TlsError),
 }
 
 /// A running server.
 pub struct Server {
     addr: SocketAddr,
+    secure_addr: Option<SocketAddr>,
     /// Taken at shutdown: the core stops once every sender is gone.
     core_tx: Option<mpsc::Sender<CoreMsg>>,
     shutdown: CancellationToken,
-    accept: tokio::task::JoinHandle<()>,
+    accept: Vec<tokio::task::JoinHandle<()>>,
     core: Option<std::thread::JoinHandle<()>>,
     log: Option<std::thread::JoinHandle<()>>,
     admin_addr: Option<SocketAddr>,
@@ -91,6 +94,16 @@ impl Server {
         let bind_err = |source| StartError::Bind { addr: format!("{}:{}", cfg.bind, cfg.port), source };
         let listener = TcpListener::bind((cfg.bind, cfg.port)).await.map_err(bind_err)?;
         let addr = listener.local_addr().map_err(bind_err)?;
+        let secure = match &cfg.tls {
+            Some(t) => {
+                let acceptor = crate::security::tls::acceptor(t)?;
+                let bind_err = |source| StartError::Bind { addr: format!("{}:{}", t.bind, t.port), source };
+                let l = TcpListener::bind((t.bind, t.port)).await.map_err(bind_err)?;
+                let a = l.local_addr().map_err(bind_err)?;
+                Some((l, acceptor, a))
+            }
+            None => None,
+        };
         let started = std::time::Instant::now();
         let recovered = crate::storage::recover(&cfg)?;
         let zxid = recovered.tree.last_zxid();
@@ -141,10 +154,28 @@ impl Server {
         } else {
             None
         };
-        let accept = tokio::spawn(accept_loop(listener, cfg, core_tx.clone(), shutdown.clone(), stats, ops));
+        let shared = Arc::new(Accepting {
+            counts: Arc::new(DashMap::new()),
+            open: Arc::new(AtomicUsize::new(0)),
+            refusals: parking_lot::Mutex::new(RefusalLog { last: None, suppressed: 0 }),
+            next_id: AtomicU64::new(1),
+            cfg: cfg.clone(),
+            core: core_tx.clone(),
+            shutdown: shutdown.clone(),
+            stats,
+            ops,
+        });
+        let mut accept = vec![tokio::spawn(accept_loop(listener, None, shared.clone()))];
         tracing::info!(%addr, "zkr accepting client connections");
+        let mut secure_addr = None;
+        if let Some((l, acceptor, a)) = secure {
+            accept.push(tokio::spawn(accept_loop(l, Some(acceptor), shared)));
+            tracing::info!(addr = %a, "zkr accepting TLS client connections (secureClientPort)");
+            secure_addr = Some(a);
+        }
         Ok(Server {
             addr,
+            secure_addr,
             core_tx: Some(core_tx),
             shutdown,
             accept,
@@ -164,6 +195,11 @@ impl Server {
         self.admin_addr
     }
 
+    /// The TLS port's address, if one is configured.
+    pub fn secure_addr(&self) -> Option<SocketAddr> {
+        self.secure_addr
+    }
+
     /// Asks for a snapshot now; it is written in the background (SIGUSR1 in `zkr serve`).
     pub async fn snapshot_now(&self) {
         if let Some(tx) = &self.core_tx {
@@ -176,7 +212,9 @@ impl Server {
     pub async fn shutdown(mut self) {
         self.shutdown.cancel();
         drop(self.core_tx.take());
-        let _ = (&mut self.accept).await;
+        for a in self.accept.drain(..) {
+            let _ = a.await;
+        }
         let (core, log) = (self.core.take(), self.log.take());
         let _ = tokio::task::spawn_blocking(move || {
             if let Some(core) = core {
@@ -190,21 +228,28 @@ impl Server {
     }
 }
 
-async fn accept_loop(
-    listener: TcpListener,
+/// What the accept loops share: per-IP counts span both ports, as in ZooKeeper.
+struct Accepting {
+    counts: Arc<DashMap<IpAddr, u32>>,
+    next_id: AtomicU64,
     cfg: Arc<Config>,
     core: mpsc::Sender<CoreMsg>,
     shutdown: CancellationToken,
     stats: Arc<stats::ServerStats>,
     ops: Arc<ops::Ops>,
-) {
-    let counts: Arc<DashMap<IpAddr, u32>> = Arc::new(DashMap::new());
-    let open = Arc::new(AtomicUsize::new(0));
-    let mut refusals = RefusalLog { last: None, suppressed: 0 };
-    let next_id = AtomicU64::new(1);
+    /// Sockets open on both client ports (the global maxCnxns limit).
+    open: Arc<AtomicUsize>,
+    /// Refusal lines, rate-limited across both ports.
+    refusals: parking_lot::Mutex<RefusalLog>,
+}
+
+async fn accept_loop(listener: TcpListener, tls: Option<tokio_rustls::TlsAcceptor>, shared: Arc<Accepting>) {
+    let cfg = &shared.cfg;
+    let counts = &shared.counts;
+    let open = &shared.open;
     loop {
         let accepted = tokio::select! {
-            _ = shutdown.cancelled() => break,
+            _ = shared.shutdown.cancelled() => break,
             a = listener.accept() => a,
         };
         let (stream, peer) = match accepted {
@@ -218,14 +263,14 @@ async fn accept_loop(
         let ip = peer.ip();
         // Refused connections are closed at once, before reading a byte, as ZooKeeper does.
         if cfg.max_connections != 0 && open.load(Ordering::Acquire) >= cfg.max_connections as usize {
-            refusals.refused(ip, "too many connections in total (maxCnxns)", cfg.max_connections as u64);
+            shared.refusals.lock().refused(ip, "too many connections in total (maxCnxns)", cfg.max_connections as u64);
             continue;
         }
         {
             let mut c = counts.entry(ip).or_insert(0);
             if cfg.max_client_cnxns != 0 && *c >= cfg.max_client_cnxns {
                 drop(c);
-                refusals.refused(
+                shared.refusals.lock().refused(
                     ip,
                     "too many connections from this address (maxClientCnxns)",
                     cfg.max_client_cnxns as u64,
@@ -237,16 +282,39 @@ async fn accept_loop(
         open.fetch_add(1, Ordering::AcqRel);
         let slot = IpSlot { ip, counts: counts.clone(), open: open.clone() };
         let ctx = conn::ConnCtx {
-            id: next_id.fetch_add(1, Ordering::Relaxed),
+            id: shared.next_id.fetch_add(1, Ordering::Relaxed),
             peer,
             cfg: cfg.clone(),
-            core: core.clone(),
-            shutdown: shutdown.clone(),
-            stats: stats.clone(),
-            ops: ops.clone(),
+            core: shared.core.clone(),
+            shutdown: shared.shutdown.clone(),
+            stats: shared.stats.clone(),
+            ops: shared.ops.clone(),
         };
+        let _ = stream.set_nodelay(true);
+        let tls = tls.clone();
         tokio::spawn(async move {
-            conn::serve(stream, ctx).await;
+            match tls {
+                None => conn::serve(stream, ctx, Vec::new()).await,
+                Some(acceptor) => {
+                    let id = ctx.id;
+                    let stream = match tokio::time::timeout(Duration::from_millis(ctx.cfg.handshake_timeout_ms), acceptor.accept(stream)).await {
+                        Ok(Ok(s)) => s,
+                        Ok(Err(e)) => {
+                            tracing::info!(conn = id, %peer, "closing connection: TLS handshake failed: {e}");
+                            return;
+                        }
+                        Err(_) => {
+                            tracing::info!(conn = id, %peer, "closing connection: no TLS handshake within the deadline");
+                            return;
+                        }
+                    };
+                    let ids = crate::security::tls::identities(
+                        stream.get_ref().1.peer_certificates(),
+                        ctx.cfg.x509_super_user.as_deref(),
+                    );
+                    conn::serve(stream, ctx, ids).await
+                }
+            }
             drop(slot);
         });
     }

@@ -1,0 +1,223 @@
+//! The users of ZooKeeper's SASL DIGEST-MD5 server, read from the JAAS login file ZooKeeper
+//! itself takes (`-Djava.security.auth.login.config=...`):
+//!
+//! ```text
+//! Server {
+//!     org.apache.zookeeper.server.auth.DigestLoginModule required
+//!     user_bob="bobsecret"
+//!     user_super="adminsecret";
+//! };
+//! ```
+//!
+//! Only the `Server` section is read (ZooKeeper's `zookeeper.sasl.serverconfig` default); its
+//! `user_<name>="<password>"` options are the accounts. Other sections (e.g. `Client`) are
+//! skipped. Errors name the file and line.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// SASL accounts: user name → password. Debug shows the names only.
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct Users(pub BTreeMap<String, String>);
+
+impl std::fmt::Debug for Users {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.0.keys()).finish()
+    }
+}
+
+/// The section ZooKeeper's server logs in with.
+pub const SERVER_SECTION: &str = "Server";
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum JaasError {
+    #[error("{file}:{line}: {reason}")]
+    Syntax { file: String, line: usize, reason: String },
+    #[error("{file}: no {SERVER_SECTION} section with user_<name>=\"<password>\" entries")]
+    NoServer { file: String },
+    #[error("cannot read {file}: {reason}")]
+    Read { file: String, reason: String },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Tok {
+    Word(String),
+    Quoted(String),
+    Punct(char),
+}
+
+fn tokenize(text: &str, file: &str) -> Result<Vec<(Tok, usize)>, JaasError> {
+    let err = |line: usize, reason: &str| JaasError::Syntax { file: file.to_owned(), line, reason: reason.to_owned() };
+    let mut out = Vec::new();
+    let chars: Vec<char> = text.chars().collect();
+    let (mut i, mut line) = (0, 1);
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            '\n' => {
+                line += 1;
+                i += 1;
+            }
+            c if c.is_whitespace() => i += 1,
+            '/' if chars.get(i + 1) == Some(&'/') => {
+                while i < chars.len() && chars[i] != '\n' {
+                    i += 1;
+                }
+            }
+            '/' if chars.get(i + 1) == Some(&'*') => {
+                let start = line;
+                i += 2;
+                loop {
+                    match chars.get(i) {
+                        None => return Err(err(start, "unterminated /* comment")),
+                        Some('*') if chars.get(i + 1) == Some(&'/') => {
+                            i += 2;
+                            break;
+                        }
+                        Some('\n') => line += 1,
+                        _ => {}
+                    }
+                    i += 1;
+                }
+            }
+            '"' => {
+                let start = line;
+                let mut s = String::new();
+                i += 1;
+                loop {
+                    match chars.get(i) {
+                        None => return Err(err(start, "unterminated quoted string")),
+                        Some('"') => break,
+                        Some('\\') if i + 1 < chars.len() => {
+                            i += 1;
+                            s.push(chars[i]);
+                        }
+                        Some(ch) => {
+                            if *ch == '\n' {
+                                line += 1;
+                            }
+                            s.push(*ch);
+                        }
+                    }
+                    i += 1;
+                }
+                i += 1;
+                out.push((Tok::Quoted(s), start));
+            }
+            '{' | '}' | ';' | '=' => {
+                out.push((Tok::Punct(c), line));
+                i += 1;
+            }
+            _ => {
+                let mut s = String::new();
+                while i < chars.len() && !chars[i].is_whitespace() && !"{};=\"".contains(chars[i]) {
+                    s.push(chars[i]);
+                    i += 1;
+                }
+                out.push((Tok::Word(s), line));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Parses a JAAS file; returns the `user_` accounts of the `Server` section.
+pub fn parse(text: &str, file: &str) -> Result<BTreeMap<String, String>, JaasError> {
+    let toks = tokenize(text, file)?;
+    let err = |line: usize, reason: String| JaasError::Syntax { file: file.to_owned(), line, reason };
+    let last_line = toks.last().map_or(1, |t| t.1);
+    let mut it = toks.into_iter().peekable();
+    let mut users = BTreeMap::new();
+    let mut found = false;
+    let expect = |it: &mut std::iter::Peekable<std::vec::IntoIter<(Tok, usize)>>, what: char| match it.next() {
+        Some((Tok::Punct(c), _)) if c == what => Ok(()),
+        Some((t, l)) => Err(err(l, format!("expected '{what}', found {t:?}"))),
+        None => Err(err(last_line, format!("expected '{what}' before the end of the file"))),
+    };
+    while let Some((tok, line)) = it.next() {
+        let Tok::Word(section) = tok else {
+            return Err(err(line, format!("expected a section name, found {tok:?}")));
+        };
+        expect(&mut it, '{')?;
+        // Login module entries until the closing brace.
+        loop {
+            match it.next() {
+                Some((Tok::Punct('}'), _)) => break,
+                Some((Tok::Word(module), mline)) => {
+                    match it.next() {
+                        Some((Tok::Word(flag), _))
+                            if ["required", "requisite", "sufficient", "optional"].contains(&flag.as_str()) => {}
+                        Some((t, l)) => {
+                            return Err(err(l, format!("expected a control flag after {module}, found {t:?}")))
+                        }
+                        None => return Err(err(mline, "unexpected end of file".into())),
+                    }
+                    loop {
+                        match it.next() {
+                            Some((Tok::Punct(';'), _)) => break,
+                            Some((Tok::Word(key), kline)) => {
+                                expect(&mut it, '=')?;
+                                let value = match it.next() {
+                                    Some((Tok::Quoted(v) | Tok::Word(v), _)) => v,
+                                    _ => return Err(err(kline, format!("option {key} has no value"))),
+                                };
+                                if section == SERVER_SECTION {
+                                    if let Some(user) = key.strip_prefix("user_") {
+                                        users.insert(user.to_owned(), value);
+                                    }
+                                }
+                            }
+                            Some((t, l)) => return Err(err(l, format!("expected an option or ';', found {t:?}"))),
+                            None => return Err(err(mline, format!("entry {module} is not closed with ';'"))),
+                        }
+                    }
+                    if section == SERVER_SECTION {
+                        found = true;
+                    }
+                }
+                Some((t, l)) => return Err(err(l, format!("expected a login module or '}}', found {t:?}"))),
+                None => return Err(err(line, format!("section {section} is not closed with '}}'"))),
+            }
+        }
+        expect(&mut it, ';')?;
+    }
+    if !found || users.is_empty() {
+        return Err(JaasError::NoServer { file: file.to_owned() });
+    }
+    Ok(users)
+}
+
+/// Reads and parses a JAAS file.
+pub fn load(path: &Path) -> Result<Users, JaasError> {
+    let file = path.display().to_string();
+    let text =
+        std::fs::read_to_string(path).map_err(|e| JaasError::Read { file: file.clone(), reason: e.to_string() })?;
+    parse(&text, &file).map(Users)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_server_users_and_skips_client() {
+        let text = "// accounts\nServer {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n  \
+                    user_bob=\"bob-secret\"\n  user_super=\"a;b\";\n};\n/* the client */\nClient {\n  \
+                    org.apache.zookeeper.server.auth.DigestLoginModule required username=\"bob\" password=\"x\";\n};\n";
+        let users = parse(text, "jaas.conf").unwrap();
+        assert_eq!(users.get("bob").map(String::as_str), Some("bob-secret"));
+        assert_eq!(users.get("super").map(String::as_str), Some("a;b"));
+        assert_eq!(users.len(), 2);
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        let e = parse("Server {\n  M required\n  user_a=\"x\"\n};\n", "j").unwrap_err();
+        assert_eq!(e.to_string(), "j:4: expected an option or ';', found Punct('}')");
+        assert_eq!(parse("Client { M required a=b; };", "j").unwrap_err(), JaasError::NoServer { file: "j".into() });
+        assert!(parse("Server {\n M required user_a=\"x", "j")
+            .unwrap_err()
+            .to_string()
+            .starts_with("j:2: unterminated"));
+    }
+}

@@ -1,0 +1,84 @@
+"""kazoo over TLS (client certificates, x509 ACLs) and with SASL DIGEST-MD5 (pure-sasl).
+
+Runs after TlsCheck.java has created its nodes; prints one line per observation so that the
+transcripts of Debian's ZooKeeper and zkr can be compared. Usage: kazoo_tls.py PLAIN SECURE CERTDIR
+"""
+import logging
+import sys
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import KazooException, NoAuthError
+
+logging.basicConfig(level=logging.CRITICAL)
+plain, secure, certs = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+
+
+def out(line):
+    print(line, flush=True)
+
+
+def client(label, port, **kw):
+    zk = KazooClient(hosts=f"127.0.0.1:{port}", timeout=10, connection_retry={"max_tries": 0}, **kw)
+    try:
+        zk.start(timeout=6)
+    except Exception as e:  # noqa: BLE001 - the transcript records what kind of failure it was
+        out(f"{label}: not connected ({type(e).__name__})")
+        try:
+            zk.stop()
+            zk.close()
+        except Exception:  # noqa: BLE001
+            pass
+        return None
+    out(f"{label}: connected")
+    return zk
+
+
+def tls(name):
+    return dict(use_ssl=True, verify_certs=True, ca=f"{certs}/ca.pem",
+                certfile=f"{certs}/{name}.pem", keyfile=f"{certs}/{name}.key")
+
+
+def get(label, zk, path):
+    try:
+        out(f"{label}: get {path} -> {zk.get(path)[0].decode()}")
+    except NoAuthError:
+        out(f"{label}: get {path} -> NoAuth")
+    except KazooException as e:
+        out(f"{label}: get {path} -> {type(e).__name__}")
+
+
+def done(zk):
+    if zk is not None:
+        zk.stop()
+        zk.close()
+
+
+a = client("kazoo tls alice", secure, **tls("alice"))
+if a:
+    get("kazoo tls alice", a, "/tls-creator")
+    get("kazoo tls alice", a, "/tls-explicit")
+    for acl in a.get_acls("/tls-creator")[0]:
+        out(f"kazoo tls alice: acl /tls-creator {acl.id.scheme}:{acl.id.id} perms={acl.perms}")
+    a.create("/tls-kazoo", b"k", acl=[__import__("kazoo.security", fromlist=["ACL"]).make_acl("auth", "", all=True)])
+    for acl in a.get_acls("/tls-kazoo")[0]:
+        out(f"kazoo tls alice: acl /tls-kazoo {acl.id.scheme}:{acl.id.id} perms={acl.perms}")
+    a.delete("/tls-kazoo")
+done(a)
+b = client("kazoo tls bob", secure, **tls("bob"))
+if b:
+    get("kazoo tls bob", b, "/tls-creator")
+    get("kazoo tls bob", b, "/tls-explicit")
+done(b)
+done(client("kazoo tls no-cert", secure, use_ssl=True, verify_certs=True, ca=f"{certs}/ca.pem"))
+
+s = client("kazoo sasl bob", plain,
+           sasl_options={"mechanism": "DIGEST-MD5", "username": "bob", "password": "bob-secret"})
+if s:
+    get("kazoo sasl bob", s, "/sasl-explicit")
+done(s)
+w = client("kazoo sasl wrong password", plain,
+           sasl_options={"mechanism": "DIGEST-MD5", "username": "bob", "password": "nope"})
+if w:
+    get("kazoo sasl wrong password", w, "/sasl-explicit")
+done(w)
+out("done")

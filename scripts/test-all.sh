@@ -35,6 +35,8 @@ echo "== import-zookeeper: data written by Debian's ZooKeeper, imported, compare
 bash tests/interop/import/run.sh || FAILED+=("import")
 echo "== Java-client session across zkr restarts"
 bash tests/interop/restart/run.sh || FAILED+=("restart")
+echo "== load generator smoke run (zkr bench, every workload, against zkr)"
+bash tests/bench/smoke.sh || FAILED+=("bench-smoke")
 if [ ${#FAILED[@]} -gt 0 ]; then
   echo "failed suites: ${FAILED[*]}"
   exit 1

@@ -11,8 +11,8 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use zkr::proto::{
-    Acl, ConnectRequest, ConnectResponse, CreateRequest, MultiOp, MultiResult, OpCode, Request, RequestBody,
-    Response, SetWatches, Stat, WatcherEvent,
+    Acl, ConnectRequest, ConnectResponse, CreateRequest, MultiOp, MultiResult, OpCode, Request, RequestBody, Response,
+    SetWatches, Stat, WatcherEvent,
 };
 use zkr::tree::{prep, Change, DataTree};
 use zkr::txn::Txn;
@@ -35,7 +35,19 @@ fn providers_dir(svc: usize) -> String {
 }
 
 fn stat() -> Stat {
-    Stat { czxid: 0x1_0000_0005, mzxid: 0x1_0000_0009, ctime: 1_700_000_000_000, mtime: 1_700_000_000_100, version: 3, cversion: 7, aversion: 0, ephemeral_owner: 0x1000_0a3b_0000_0001, data_length: 100, num_children: 0, pzxid: 0x1_0000_0005 }
+    Stat {
+        czxid: 0x1_0000_0005,
+        mzxid: 0x1_0000_0009,
+        ctime: 1_700_000_000_000,
+        mtime: 1_700_000_000_100,
+        version: 3,
+        cversion: 7,
+        aversion: 0,
+        ephemeral_owner: 0x1000_0a3b_0000_0001,
+        data_length: 100,
+        num_children: 0,
+        pzxid: 0x1_0000_0005,
+    }
 }
 
 fn requests() -> Vec<(&'static str, Request)> {
@@ -64,10 +76,17 @@ fn requests() -> Vec<(&'static str, Request)> {
             Request {
                 xid: 7,
                 op: OpCode::SetData,
-                body: RequestBody::SetData { path: "/dubbo/config/app.properties".into(), data: Some(Bytes::from(vec![b'v'; 100])), version: -1 },
+                body: RequestBody::SetData {
+                    path: "/dubbo/config/app.properties".into(),
+                    data: Some(Bytes::from(vec![b'v'; 100])),
+                    version: -1,
+                },
             },
         ),
-        ("delete (Dubbo provider)", Request { xid: 7, op: OpCode::Delete, body: RequestBody::Delete { path: dubbo.clone(), version: -1 } }),
+        (
+            "delete (Dubbo provider)",
+            Request { xid: 7, op: OpCode::Delete, body: RequestBody::Delete { path: dubbo.clone(), version: -1 } },
+        ),
         ("ping", Request { xid: -2, op: OpCode::Ping, body: RequestBody::Empty }),
         (
             "multi (check, create, delete)",
@@ -76,7 +95,16 @@ fn requests() -> Vec<(&'static str, Request)> {
                 op: OpCode::Multi,
                 body: RequestBody::Multi(vec![
                     MultiOp::Check { path: "/locks".into(), version: 3 },
-                    MultiOp::Create(OpCode::Create, CreateRequest { path: "/locks/lock-".into(), data: Some(Bytes::new()), acl: Acl::open_unsafe(), flags: 3, ttl: None }),
+                    MultiOp::Create(
+                        OpCode::Create,
+                        CreateRequest {
+                            path: "/locks/lock-".into(),
+                            data: Some(Bytes::new()),
+                            acl: Acl::open_unsafe(),
+                            flags: 3,
+                            ttl: None,
+                        },
+                    ),
                     MultiOp::Delete { path: "/locks/old".into(), version: -1 },
                 ]),
             },
@@ -86,7 +114,11 @@ fn requests() -> Vec<(&'static str, Request)> {
             Request {
                 xid: -8,
                 op: OpCode::SetWatches2,
-                body: RequestBody::SetWatches(SetWatches { relative_zxid: 0x1_0000_0009, child: (0..100).map(providers_dir).collect(), ..Default::default() }),
+                body: RequestBody::SetWatches(SetWatches {
+                    relative_zxid: 0x1_0000_0009,
+                    child: (0..100).map(providers_dir).collect(),
+                    ..Default::default()
+                }),
             },
         ),
     ]
@@ -95,15 +127,31 @@ fn requests() -> Vec<(&'static str, Request)> {
 fn replies() -> Vec<(&'static str, OpCode, Response)> {
     let children: Vec<Arc<str>> = (0..1000).map(|i| Arc::from(provider(i))).collect();
     vec![
-        ("getData (100 B)", OpCode::GetData, Response::GetData { data: Some(Bytes::from(vec![b'v'; 100])), stat: stat() }),
+        (
+            "getData (100 B)",
+            OpCode::GetData,
+            Response::GetData { data: Some(Bytes::from(vec![b'v'; 100])), stat: stat() },
+        ),
         ("exists / setData (Stat)", OpCode::Exists, Response::Stat(stat())),
-        ("create2", OpCode::Create2, Response::Create2 { path: format!("{}/{}", providers_dir(1), provider(1)), stat: stat() }),
-        ("getChildren2, 1000 providers", OpCode::GetChildren2, Response::Children2 { children: children.clone(), stat: stat() }),
+        (
+            "create2",
+            OpCode::Create2,
+            Response::Create2 { path: format!("{}/{}", providers_dir(1), provider(1)), stat: stat() },
+        ),
+        (
+            "getChildren2, 1000 providers",
+            OpCode::GetChildren2,
+            Response::Children2 { children: children.clone(), stat: stat() },
+        ),
         ("getChildren, 1000 providers", OpCode::GetChildren, Response::Children(children)),
         (
             "multi (check, create, delete)",
             OpCode::Multi,
-            Response::Multi(vec![MultiResult::Check, MultiResult::Create { path: "/locks/lock-0000000001".into() }, MultiResult::Delete]),
+            Response::Multi(vec![
+                MultiResult::Check,
+                MultiResult::Create { path: "/locks/lock-0000000001".into() },
+                MultiResult::Delete,
+            ]),
         ),
     ]
 }
@@ -126,7 +174,9 @@ fn codec(c: &mut Criterion) {
     for (name, op, reply) in replies() {
         let mut bytes = Vec::new();
         reply.write(&mut bytes);
-        g.bench_function(format!("decode reply {name}"), |b| b.iter(|| Response::parse(op, 0, black_box(&bytes)).unwrap()));
+        g.bench_function(format!("decode reply {name}"), |b| {
+            b.iter(|| Response::parse(op, 0, black_box(&bytes)).unwrap())
+        });
         g.bench_function(format!("encode reply {name}"), |b| {
             b.iter(|| {
                 out.clear();
@@ -146,11 +196,24 @@ fn codec(c: &mut Criterion) {
     let mut evb = Vec::new();
     ev.write(&mut evb);
     g.bench_function("decode notification", |b| b.iter(|| WatcherEvent::parse(black_box(&evb)).unwrap()));
-    let conn = ConnectRequest { protocol_version: 0, last_zxid_seen: 0x1_0000_0009, timeout_ms: 30_000, session_id: 0, password: vec![0; 16], read_only: Some(false) };
+    let conn = ConnectRequest {
+        protocol_version: 0,
+        last_zxid_seen: 0x1_0000_0009,
+        timeout_ms: 30_000,
+        session_id: 0,
+        password: vec![0; 16],
+        read_only: Some(false),
+    };
     let mut cb = Vec::new();
     conn.write(&mut cb);
     g.bench_function("decode ConnectRequest", |b| b.iter(|| ConnectRequest::parse(black_box(&cb)).unwrap()));
-    let resp = ConnectResponse { protocol_version: 0, timeout_ms: 30_000, session_id: 0x1000_0a3b_0000_0001, password: vec![7; 16], read_only: Some(false) };
+    let resp = ConnectResponse {
+        protocol_version: 0,
+        timeout_ms: 30_000,
+        session_id: 0x1000_0a3b_0000_0001,
+        password: vec![7; 16],
+        read_only: Some(false),
+    };
     g.bench_function("encode ConnectResponse", |b| {
         b.iter(|| {
             out.clear();
@@ -178,7 +241,10 @@ impl Tree {
     }
 
     fn create(&mut self, path: String) {
-        self.op(MultiOp::Create(OpCode::Create, CreateRequest { path, data: None, acl: Acl::open_unsafe(), flags: 0, ttl: None }));
+        self.op(MultiOp::Create(
+            OpCode::Create,
+            CreateRequest { path, data: None, acl: Acl::open_unsafe(), flags: 0, ttl: None },
+        ));
     }
 
     fn delete(&mut self, path: String) {
@@ -206,7 +272,9 @@ fn tree(c: &mut Criterion) {
     for n in [100_000usize, 1_000_000] {
         let mut t = Tree::dubbo(n);
         let mid = format!("{}/{}", providers_dir(n / 2000), provider(n / 2));
-        g.bench_with_input(BenchmarkId::new("get a provider", n), &mid, |b, p| b.iter(|| black_box(t.t.get(black_box(p)).is_some())));
+        g.bench_with_input(BenchmarkId::new("get a provider", n), &mid, |b, p| {
+            b.iter(|| black_box(t.t.get(black_box(p)).is_some()))
+        });
         let dir = providers_dir(n / 2000);
         g.bench_with_input(BenchmarkId::new("getChildren of 1000 providers", n), &dir, |b, d| {
             b.iter(|| black_box(t.t.get(d).map(|n| n.children.keys().cloned().collect::<Vec<_>>())))

@@ -16,7 +16,7 @@
 use super::client::{self, Conn, Template};
 use super::stats::{Latencies, Summary};
 use super::{provider_name, BenchError, Target};
-use crate::proto::{EventType, OpCode, Response};
+use crate::proto::{EventType, OpCode};
 use bytes::{Bytes, BytesMut};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -86,14 +86,14 @@ impl Tracker {
         }
     }
 
-    fn listed(&self, consumer: usize, iface: usize, ifaces: usize, children: &[Arc<str>]) {
+    fn listed(&self, consumer: usize, iface: usize, ifaces: usize, children: &[&[u8]]) {
         let Ok(mut p) = self.pending.lock() else { return };
         for x in p.iter_mut() {
             let slot = consumer * ifaces + iface;
             if x.seen[slot] {
                 continue;
             }
-            let listed = children.iter().any(|c| **c == *x.names[iface]);
+            let listed = children.iter().any(|c| *c == x.names[iface].as_bytes());
             if listed == x.present {
                 x.seen[slot] = true;
                 x.left -= 1;
@@ -128,7 +128,13 @@ async fn provider(
     };
     let mut buf = BytesMut::new();
     for i in 0..a.interfaces {
-        let req = client::create(i as i32 + 1, format!("{}/{}", dir(i), node_name(id, i, a.name_bytes)), Bytes::new(), 1, OpCode::Create);
+        let req = client::create(
+            i as i32 + 1,
+            format!("{}/{}", dir(i), node_name(id, i, a.name_bytes)),
+            Bytes::new(),
+            1,
+            OpCode::Create,
+        );
         crate::codec::write_frame(&mut buf, |o| req.write(o));
     }
     c.send_raw(&buf).await?;
@@ -223,12 +229,13 @@ async fn consumer(
                     return Err(BenchError::Protocol(format!("unexpected reply xid {x}")));
                 };
                 if want != x || f.header.err != 0 {
-                    return Err(BenchError::Protocol(format!("getChildren2: xid {x} (wanted {want}) error {}", f.header.err)));
+                    return Err(BenchError::Protocol(format!(
+                        "getChildren2: xid {x} (wanted {want}) error {}",
+                        f.header.err
+                    )));
                 }
-                let children = match Response::parse(OpCode::GetChildren2, 0, &f.body) {
-                    Ok(Response::Children2 { children, .. }) => children,
-                    _ => return Err(BenchError::Protocol("undecodable getChildren2 reply".into())),
-                };
+                let children =
+                    children(&f.body).ok_or_else(|| BenchError::Protocol("undecodable getChildren2 reply".into()))?;
                 relists += 1;
                 tracker.listed(id, i, a.interfaces, &children);
                 if inflight.is_empty() {
@@ -241,6 +248,21 @@ async fn consumer(
     }
     let _ = tokio::time::timeout(Duration::from_secs(10), c.call(&client::close_session(xid))).await;
     Ok(relists)
+}
+
+/// The names of a getChildren2 reply body, borrowed (the loader must stay cheap: it shares the
+/// machine with the server it measures).
+fn children(body: &[u8]) -> Option<Vec<&[u8]>> {
+    let int = |b: &[u8], at: usize| Some(i32::from_be_bytes(b.get(at..at + 4)?.try_into().ok()?));
+    let n = int(body, 0)?;
+    let mut at = 4;
+    let mut out = Vec::with_capacity(n.max(0) as usize);
+    for _ in 0..n {
+        let len = int(body, at)?.max(0) as usize;
+        out.push(body.get(at + 4..at + 4 + len)?);
+        at += 4 + len;
+    }
+    (body.len() == at + crate::proto::Stat::WIRE_LEN).then_some(out)
 }
 
 struct Live {
@@ -322,8 +344,7 @@ pub async fn run(a: ChurnArgs) -> Result<(), BenchError> {
     let (mut leave, mut join, mut expiry, mut detect) =
         (Latencies::default(), Latencies::default(), Latencies::default(), Latencies::default());
     let mut errors = 0u64;
-    let mut next_id = a.providers;
-    for _ in 0..a.rounds {
+    for round in 0..a.rounds {
         let Some(p) = live.pop_front() else { break };
         let Live { id, leave: tx, task } = p;
         let r = observe(&a, &tracker, id, false, limit, async move {
@@ -336,8 +357,8 @@ pub async fn run(a: ChurnArgs) -> Result<(), BenchError> {
             None => errors += 1,
         }
         let _ = task.await;
-        let id = next_id;
-        next_id += 1;
+        // Joining providers get fresh ids after the first ones.
+        let id = a.providers + round;
         let mut started = None;
         let r = observe(&a, &tracker, id, true, limit, async {
             started = Some(start_provider(&a, id).await?);

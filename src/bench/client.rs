@@ -135,7 +135,11 @@ pub fn path_watch(xid: i32, op: OpCode, path: &str, watch: bool) -> Request {
 }
 
 pub fn set_data(xid: i32, path: &str, data: Bytes) -> Request {
-    Request { xid, op: OpCode::SetData, body: RequestBody::SetData { path: path.to_owned(), data: Some(data), version: -1 } }
+    Request {
+        xid,
+        op: OpCode::SetData,
+        body: RequestBody::SetData { path: path.to_owned(), data: Some(data), version: -1 },
+    }
 }
 
 pub fn ping() -> Request {

@@ -27,7 +27,12 @@ pub struct FillArgs {
 
 pub const PARENT: &str = "/bench/svc/providers";
 
-async fn fill_one(server: String, ids: std::ops::Range<u64>, name_bytes: usize, window: usize) -> Result<(u64, u64), BenchError> {
+async fn fill_one(
+    server: String,
+    ids: std::ops::Range<u64>,
+    name_bytes: usize,
+    window: usize,
+) -> Result<(u64, u64), BenchError> {
     let mut c = Conn::open(&server, 30_000).await?;
     let total = ids.end - ids.start;
     let (mut next, mut in_flight, mut done, mut errors) = (ids.start, 0usize, 0u64, 0u64);

@@ -39,6 +39,13 @@ pub struct RwArgs {
     /// Bytes of data per node read or written.
     #[arg(long, default_value_t = 100)]
     pub data_bytes: usize,
+    /// Read random nodes among the first KEYS made by `fill` (getData and exists in turn)
+    /// instead of the fixed node and directory; 0 = off.
+    #[arg(long, default_value_t = 0)]
+    pub keys: u64,
+    /// `fill --name-bytes` of those nodes.
+    #[arg(long, default_value_t = 400)]
+    pub key_bytes: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,6 +70,9 @@ const DIR: &str = "/bench/read/dir";
 
 /// Creates the read targets: a node with data and a directory of `children` Dubbo-like names.
 async fn setup(a: &RwArgs, mix: Mix) -> Result<(), BenchError> {
+    if a.keys > 0 {
+        return Ok(());
+    }
     let server = &a.target.server;
     let mut paths: Vec<String> = ["/bench", "/bench/read", NODE, DIR, "/bench/write"].map(String::from).into();
     if mix == Mix::Write {
@@ -132,6 +142,7 @@ async fn one(a: RwArgs, mix: Mix, k: usize, warm: Instant, end: Instant) -> Resu
     let mut res = ConnResult::default();
     let mut buf = BytesMut::with_capacity(64 * 1024);
     let (mut xid, mut seq) = (1i32, 0u64);
+    let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(k as u64);
     loop {
         let now = Instant::now();
         buf.clear();
@@ -144,16 +155,17 @@ async fn one(a: RwArgs, mix: Mix, k: usize, warm: Instant, end: Instant) -> Resu
                 Mix::Mixed => Kind::Read,
             };
             match kind {
+                Kind::Read if a.keys > 0 => {
+                    let i = rand::Rng::gen_range(&mut rng, 0..a.keys);
+                    let path = format!("{}/{}", super::fill::PARENT, provider_name(i, a.key_bytes));
+                    let op = if seq % 2 == 0 { OpCode::GetData } else { OpCode::Exists };
+                    let req = client::path_watch(xid, op, &path, false);
+                    crate::codec::write_frame(&mut buf, |o| req.write(o));
+                }
                 Kind::Read => reads[(seq % 3) as usize].put(xid, &mut buf),
                 Kind::Set => set.put(xid, &mut buf),
                 Kind::Create => {
-                    let req = client::create(
-                        xid,
-                        format!("/bench/write/c{k}-{seq}"),
-                        data.clone(),
-                        0,
-                        OpCode::Create,
-                    );
+                    let req = client::create(xid, format!("/bench/write/c{k}-{seq}"), data.clone(), 0, OpCode::Create);
                     crate::codec::write_frame(&mut buf, |o| req.write(o));
                 }
             }

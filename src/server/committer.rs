@@ -73,8 +73,7 @@ pub fn spawn(wal: Wal, durable: Durable) -> std::io::Result<(CommitQueue, std::t
     let (tx, rx) = std::sync::mpsc::sync_channel(QUEUE);
     let in_flight = Arc::new(AtomicUsize::new(0));
     let counter = in_flight.clone();
-    let handle =
-        std::thread::Builder::new().name("zkr-log".into()).spawn(move || run(wal, rx, durable, counter))?;
+    let handle = std::thread::Builder::new().name("zkr-log".into()).spawn(move || run(wal, rx, durable, counter))?;
     Ok((CommitQueue { tx, in_flight }, handle))
 }
 

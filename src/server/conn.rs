@@ -162,7 +162,8 @@ async fn write_loop(
     permits: Arc<Semaphore>,
     cancel: CancellationToken,
 ) {
-    let mut out = BytesMut::with_capacity(8 * 1024);
+    // Grown on first use: an idle session (most of 10,000) should not hold 8 KiB here.
+    let mut out = BytesMut::new();
     loop {
         let msg = tokio::select! {
             m = rx.recv() => m,

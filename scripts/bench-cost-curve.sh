@@ -17,7 +17,7 @@ PORT=$(( ${BENCH_PORT_BASE:-36100} + 3 ))
 ZKR=${ZKR_BIN:-target/release/zkr}
 [ -n "${ZKR_BIN:-}" ] || cargo build --release --locked 2>&1 | tail -n 1
 ulimit -n "$(ulimit -Hn)"
-mkdir -p target/bench
+mkdir -p target/bench docs
 OUT=${BENCH_OUT:-target/bench/cost-curve.txt}
 W=$(mktemp -d /tmp/zkr-cost-curve.XXXXXX)
 PID=""

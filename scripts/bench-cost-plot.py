@@ -41,9 +41,9 @@ for v in sorted(zn):
     out.append(f"| {v:,} | {f(fl, 'ops_per_s'):,.0f} | {f(fl, 'server_rss_kb', 1024):,.1f} MB | {f(fl, 'rss_bytes_per_znode'):,.0f} B "
                f"| {f(rd, 'ops_per_s'):,.0f} | {f(rd, 'lat_p99_us', 1000):,.2f} ms | {f(ch, 'leave_p99_us', 1000):,.2f} ms |")
 out += ["", "## With watchers (child watches: consumers × providers directories; 4 providers per directory)", "",
-        "| watches | consumers × dirs | provider leave, all re-listed p50 | p99 | provider join p99 |", "|---|---|---|---|---|"]
+        "| watches | consumers × dirs | changes seen | errors | provider leave, all re-listed p50 | p99 | provider join p99 |", "|---|---|---|---|---|---|---|"]
 for v, r in sorted(pick("watchers", "churn"), key=lambda x: x[0]):
-    out.append(f"| {v:,} | {r['consumers']} × {r['interfaces']} | {f(r, 'leave_p50_us', 1000):,.2f} ms | {f(r, 'leave_p99_us', 1000):,.2f} ms | {f(r, 'join_p99_us', 1000):,.2f} ms |")
+    out.append(f"| {v:,} | {r['consumers']} × {r['interfaces']} | {r['changes']} | {r['errors']} | {f(r, 'leave_p50_us', 1000):,.2f} ms | {f(r, 'leave_p99_us', 1000):,.2f} ms | {f(r, 'join_p99_us', 1000):,.2f} ms |")
 out += ["", "## With sessions (each pinging every 10 s, as the Java client does with a 30 s timeout)", "",
         "| sessions | server CPU | server RSS | RSS per session | ping p99 |", "|---|---|---|---|---|"]
 for v, r in sorted(pick("sessions", "sessions"), key=lambda x: x[0]):

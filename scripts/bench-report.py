@@ -60,6 +60,7 @@ ROWS = [
     ("fill: ZooKeeper live heap after GC", "memory", "heap_after_gc_kb", "kB", None),
     ("fill: ZooKeeper heap per znode after GC (B)", "memory", "heap_bytes_per_znode", "", None),
     ("restart after SIGKILL", "restart", "ms", "ms", ("ratio<=", 0.25)),
+    ("RSS after restart (recovered tree)", "restart", "rss_after_restart_kb", "kB", None),
     ("disk after fill", "restart", "disk_bytes", "B", None),
 ]
 

@@ -200,7 +200,10 @@ for s in $(order $k); do
   kill -9 "$PID"; wait "$PID" 2>/dev/null || true; PID=""
   disk=$(du -s --block-size=1 "$W/$s" | cut -f1)
   t0=$(ms); launch "$s"; readable "$(port_of "$s")"; t=$(( $(ms) - t0 ))
-  record "$s" "bench=restart count=$FILL ms=$t disk_bytes=$disk"
+  # RSS once recovered: the same tree without what the fill left behind (freed snapshot copies,
+  # fragmentation, a JVM heap not yet collected).
+  sleep 2; rss_r=$(awk '/VmRSS/{print $2}' "/proc/$PID/status")
+  record "$s" "bench=restart count=$FILL ms=$t disk_bytes=$disk rss_after_restart_kb=$rss_r"
   stop
 done
 

@@ -37,7 +37,9 @@ bench() { # axis value workload args...
   echo "axis=$axis value=$v $line" | tee -a "$OUT" >&2
 }
 echo "# zkr cost curve $(date -u +%Y-%m-%dT%H:%M:%SZ) zkr $(git rev-parse --short HEAD) load $(cut -d' ' -f1-3 /proc/loadavg)" >"$OUT"
-CHURN_SMALL="--providers 4 --interfaces 4 --consumers 20 --rounds 5 --expiries 0"
+# No expiries here: a long provider timeout, so that a loader busy with 10^5 re-lists cannot
+# make the server expire a provider whose pings came late.
+CHURN_SMALL="--providers 4 --interfaces 4 --consumers 20 --rounds 5 --expiries 0 --provider-timeout-ms 30000"
 for n in $ZNODES; do
   log "znodes $n"; start
   bench znodes "$n" fill --count "$n"
@@ -48,7 +50,8 @@ done
 for w in $WATCHERS; do
   if [ "$w" -ge 100000 ]; then i=100; else i=10; fi
   log "watchers $w"; start
-  bench watchers "$w" churn --providers 4 --interfaces $i --consumers $((w / i)) --rounds 5 --expiries 0
+  bench watchers "$w" churn --providers 4 --interfaces $i --consumers $((w / i)) --rounds 5 --expiries 0 \
+    --provider-timeout-ms 30000
   stop
 done
 for s in $SESSIONS; do

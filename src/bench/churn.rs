@@ -279,6 +279,17 @@ async fn start_provider(a: &Arc<ChurnArgs>, id: usize) -> Result<Live, BenchErro
     Ok(Live { id, leave: ltx, task })
 }
 
+/// The next provider whose session is still alive; dead ones are counted in `lost`.
+fn next_alive(live: &mut VecDeque<Live>, lost: &mut u64) -> Option<Live> {
+    while let Some(p) = live.pop_front() {
+        if !p.task.is_finished() {
+            return Some(p);
+        }
+        *lost += 1;
+    }
+    None
+}
+
 /// Registers a change, makes it with `act`, and waits until every consumer has seen it.
 /// Returns (made at, first event, done at), or None when it was not seen within `limit`.
 async fn observe(
@@ -338,14 +349,20 @@ pub async fn run(a: ChurnArgs) -> Result<(), BenchError> {
         readies.push(rx);
     }
     for r in readies {
-        r.await.map_err(|_| BenchError::Protocol("a consumer failed before its first listing".into()))?;
+        match tokio::time::timeout(Duration::from_secs(120), r).await {
+            Ok(Ok(())) => {}
+            _ => return Err(BenchError::Protocol("a consumer failed before its first listing".into())),
+        }
     }
     let limit = Duration::from_secs(60);
     let (mut leave, mut join, mut expiry, mut detect) =
         (Latencies::default(), Latencies::default(), Latencies::default(), Latencies::default());
     let mut errors = 0u64;
+    // A provider whose session the server expired on its own (its pings came too late, e.g. a
+    // loader starved of CPU) is counted, not waited for.
+    let mut lost = 0u64;
     for round in 0..a.rounds {
-        let Some(p) = live.pop_front() else { break };
+        let Some(p) = next_alive(&mut live, &mut lost) else { break };
         let Live { id, leave: tx, task } = p;
         let r = observe(&a, &tracker, id, false, limit, async move {
             let _ = tx.send(Leave::Graceful);
@@ -373,7 +390,7 @@ pub async fn run(a: ChurnArgs) -> Result<(), BenchError> {
     }
     let expiry_limit = limit + Duration::from_millis(a.provider_timeout_ms as u64 * 3);
     for _ in 0..a.expiries {
-        let Some(p) = live.pop_front() else { break };
+        let Some(p) = next_alive(&mut live, &mut lost) else { break };
         let Live { id, leave: tx, task } = p;
         let r = observe(&a, &tracker, id, false, expiry_limit, async move {
             let _ = tx.send(Leave::Drop);
@@ -416,7 +433,8 @@ pub async fn run(a: ChurnArgs) -> Result<(), BenchError> {
         .lat("expiry", &mut expiry)
         .lat("expiry_detect", &mut detect)
         .kv("relists", relists)
-        .kv("errors", errors);
+        .kv("providers_lost", lost)
+        .kv("errors", errors + lost);
     s.print();
     Ok(())
 }

@@ -5,7 +5,7 @@
 # first alternates from one workload to the next. Prints every figure for both and their ratio,
 # with the targets of issue #6, and keeps the raw summary lines.
 #
-#   scripts/bench-side-by-side.sh            full run (~15-20 min on 2 cores; 1,000,000-node fill)
+#   scripts/bench-side-by-side.sh            full run (10-20 min on 2 cores; 1,000,000-node fill)
 #   scripts/bench-side-by-side.sh --quick    small sizes (~3 min), to check the script itself
 #
 # Environment: BENCH_PORT_BASE (default 36100; uses base+1 for ZooKeeper, base+2 for zkr),

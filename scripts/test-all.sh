@@ -30,26 +30,27 @@ cargo bench --locked --no-run 2>&1 | tail -n 2
 
 export ZKR_BIN="$PWD/target/release/zkr"
 FAILED=()
-echo "== interop suite (real clients, zkr vs Debian ZooKeeper)"
-bash tests/interop/run.sh || FAILED+=("interop")
-echo "== import-zookeeper: data written by Debian's ZooKeeper, imported, compared node by node"
-bash tests/interop/import/run.sh || FAILED+=("import")
-echo "== Java-client session across zkr restarts"
-bash tests/interop/restart/run.sh || FAILED+=("restart")
-echo "== zkr dubbo: CLI tables/--json against zkr and Debian ZooKeeper, web page in headless Chromium"
-bash tests/interop/dubboview/run.sh || FAILED+=("dubboview")
-echo "== operations: four-letter words, AdminServer, /metrics, JSON logs, SIGTERM (vs ZooKeeper 3.8; go-zookeeper, zktop, collectd)"
-bash tests/interop/ops/run.sh || FAILED+=("ops")
-echo "== Dubbo interop: unmodified Dubbo 3.3 and 3.2 (Maven Central) vs Debian ZooKeeper and zkr"
-bash tests/interop/dubbo/run.sh || FAILED+=("dubbo")
-echo "== other ecosystems' clients (kazoo recipes + kazoo's own tests, Go, Node, C cli_mt), zkr vs ZooKeeper"
-bash tests/interop/clients/run.sh || FAILED+=("clients")
-echo "== compatibility matrix (docs/compatibility.md from every suite's rows)"
-/usr/bin/python3 tests/interop/matrix.py generate || FAILED+=("matrix")
-echo "== hostile input: ACL matrix vs Debian ZooKeeper (limits, garbage, fuzzing run in cargo test)"
-bash tests/interop/hostile/run.sh || FAILED+=("hostile")
-echo "== TLS (secureClientPort, x509) and SASL DIGEST-MD5: Java client and kazoo, zkr vs Debian ZooKeeper"
-bash tests/interop/tls/run.sh || FAILED+=("tls")
+TIMES=()
+# suite NAME "what it checks" command...: runs one suite, records its time, never stops the run
+suite() {
+  local name="$1" what="$2" start=$SECONDS
+  shift 2
+  echo "== $what"
+  "$@" || FAILED+=("$name")
+  TIMES+=("$name $((SECONDS - start))s")
+}
+suite interop "interop suite (real clients, zkr vs Debian ZooKeeper)" bash tests/interop/run.sh
+suite import "import-zookeeper: data written by Debian's ZooKeeper, imported, compared node by node" bash tests/interop/import/run.sh
+suite restart "Java-client session across zkr restarts" bash tests/interop/restart/run.sh
+suite dubboview "zkr dubbo: CLI tables/--json against zkr and Debian ZooKeeper, web page in headless Chromium" bash tests/interop/dubboview/run.sh
+suite ops "operations: four-letter words, AdminServer, /metrics, JSON logs, SIGTERM (vs ZooKeeper 3.8; go-zookeeper, zktop, collectd)" bash tests/interop/ops/run.sh
+suite dubbo "Dubbo interop: unmodified Dubbo 3.3 and 3.2 (Maven Central) vs Debian ZooKeeper and zkr" bash tests/interop/dubbo/run.sh
+suite clients "other ecosystems' clients (kazoo recipes + kazoo's own tests, Go, Node, C cli_mt), zkr vs ZooKeeper" bash tests/interop/clients/run.sh
+suite hostile "hostile input: ACL matrix vs Debian ZooKeeper (limits, garbage, fuzzing run in cargo test)" bash tests/interop/hostile/run.sh
+suite tls "TLS (secureClientPort, x509) and SASL DIGEST-MD5: Java client and kazoo, zkr vs Debian ZooKeeper" bash tests/interop/tls/run.sh
+suite bench-smoke "load generator smoke run (zkr bench, every workload, against zkr)" bash tests/bench/smoke.sh
+suite matrix "compatibility matrix (docs/compatibility.md from every suite's rows)" /usr/bin/python3 tests/interop/matrix.py generate
+echo "suite times: ${TIMES[*]}"
 if [ ${#FAILED[@]} -gt 0 ]; then
   echo "failed suites: ${FAILED[*]}"
   exit 1

@@ -6,12 +6,15 @@
 //! records, calls fdatasync once for all of them, then delivers their messages in order. Nothing
 //! a client sees can depend on a txn that is not yet on disk, and concurrent writers share one
 //! fsync. Reads queued behind a pending write wait for it too, which keeps per-session FIFO.
+//! A turn with no log records while nothing is waiting here is delivered by the core itself
+//! (`CommitQueue::submit`): no earlier output can be overtaken, and reads and pings skip a thread
+//! hop.
 
 use super::core::Outbound;
 use super::stats::ServerStats;
 use crate::storage::wal::Wal;
 use crate::txn::Zxid;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender};
 use std::sync::Arc;
 use tokio::sync::mpsc;
@@ -44,17 +47,45 @@ pub struct Batch {
 /// ahead of the log it will be combined with.
 pub type Durable = Arc<AtomicI64>;
 
+/// The core's end of the committer: batches go through the log thread unless they can be
+/// delivered at once without overtaking anything.
+pub struct CommitQueue {
+    tx: SyncSender<Batch>,
+    /// Batches handed over whose messages are not yet delivered.
+    in_flight: Arc<AtomicUsize>,
+}
+
+impl CommitQueue {
+    /// Hands over one turn's output. A turn that logged nothing is delivered here and now when
+    /// no earlier batch is still waiting for its fsync; otherwise it queues behind them.
+    pub fn submit(&self, batch: Batch) -> Result<(), Batch> {
+        // Only this thread increments, so zero stays zero until the send below.
+        if batch.records.is_empty() && self.in_flight.load(Ordering::Acquire) == 0 {
+            batch.out.into_iter().for_each(deliver);
+            return Ok(());
+        }
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
+        self.tx.send(batch).map_err(|e| {
+            self.in_flight.fetch_sub(1, Ordering::AcqRel);
+            e.0
+        })
+    }
+}
+
 pub fn spawn(
     wal: Wal,
     durable: Durable,
     stats: Arc<ServerStats>,
-) -> std::io::Result<(SyncSender<Batch>, std::thread::JoinHandle<()>)> {
+) -> std::io::Result<(CommitQueue, std::thread::JoinHandle<()>)> {
     let (tx, rx) = std::sync::mpsc::sync_channel(QUEUE);
-    let handle = std::thread::Builder::new().name("zkr-log".into()).spawn(move || run(wal, rx, durable, stats))?;
-    Ok((tx, handle))
+    let in_flight = Arc::new(AtomicUsize::new(0));
+    let counter = in_flight.clone();
+    let handle =
+        std::thread::Builder::new().name("zkr-log".into()).spawn(move || run(wal, rx, durable, counter, stats))?;
+    Ok((CommitQueue { tx, in_flight }, handle))
 }
 
-fn run(mut wal: Wal, rx: Receiver<Batch>, durable: Durable, stats: Arc<ServerStats>) {
+fn run(mut wal: Wal, rx: Receiver<Batch>, durable: Durable, in_flight: Arc<AtomicUsize>, stats: Arc<ServerStats>) {
     while let Ok(first) = rx.recv() {
         let mut batches = vec![first];
         while let Ok(more) = rx.try_recv() {
@@ -79,6 +110,7 @@ fn run(mut wal: Wal, rx: Receiver<Batch>, durable: Durable, stats: Arc<ServerSta
             for d in b.out {
                 deliver(d);
             }
+            in_flight.fetch_sub(1, Ordering::AcqRel);
         }
     }
     if let Err(e) = wal.sync() {

@@ -212,7 +212,8 @@ async fn write_loop<W: AsyncWrite + Unpin>(
     stats: Arc<ServerStats>,
     cs: Arc<ConnStats>,
 ) {
-    let mut out = BytesMut::with_capacity(8 * 1024);
+    // Grown on first use: an idle session (most of 10,000) should not hold 8 KiB here.
+    let mut out = BytesMut::new();
     loop {
         let msg = tokio::select! {
             m = rx.recv() => m,

@@ -7,7 +7,7 @@
 //! It never blocks on a connection: output goes to bounded per-connection queues with
 //! `try_send`, and a connection whose queue is full is closed.
 
-use super::committer::{Batch, Delivery};
+use super::committer::{Batch, CommitQueue, Delivery};
 use super::reads::{self, Reader};
 use crate::config::Config;
 use crate::proto::{
@@ -23,7 +23,6 @@ use crate::watch::{Fired, WatchManager};
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::SyncSender;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::mpsc;
@@ -132,7 +131,7 @@ pub struct Core {
     records: Vec<u8>,
     first_zxid: Zxid,
     out: Vec<Delivery>,
-    committer: SyncSender<Batch>,
+    committer: CommitQueue,
     layout: Layout,
     since_snapshot: u64,
     snapshot_running: Arc<AtomicBool>,
@@ -153,7 +152,7 @@ impl Core {
         cfg: Arc<Config>,
         tree: DataTree,
         secret: [u8; 32],
-        committer: SyncSender<Batch>,
+        committer: CommitQueue,
         durable: super::committer::Durable,
         stats: Arc<super::stats::ServerStats>,
     ) -> Core {
@@ -229,7 +228,7 @@ impl Core {
             last_zxid: self.tree.last_zxid(),
             out: std::mem::take(&mut self.out),
         };
-        if self.committer.send(batch).is_err() {
+        if self.committer.submit(batch).is_err() {
             tracing::error!("the log writer has stopped");
         }
     }

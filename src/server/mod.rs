@@ -145,7 +145,9 @@ impl Server {
         let admin_addr = if cfg.admin_enabled {
             // The Dubbo view reads the registry as a client of this server's own port.
             let own = match addr.ip() {
-                ip if ip.is_unspecified() && ip.is_ipv6() => SocketAddr::new(std::net::Ipv6Addr::LOCALHOST.into(), addr.port()),
+                ip if ip.is_unspecified() && ip.is_ipv6() => {
+                    SocketAddr::new(std::net::Ipv6Addr::LOCALHOST.into(), addr.port())
+                }
                 ip if ip.is_unspecified() => SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), addr.port()),
                 _ => addr,
             };
@@ -297,7 +299,12 @@ async fn accept_loop(listener: TcpListener, tls: Option<tokio_rustls::TlsAccepto
                 None => conn::serve(stream, ctx, Vec::new()).await,
                 Some(acceptor) => {
                     let id = ctx.id;
-                    let stream = match tokio::time::timeout(Duration::from_millis(ctx.cfg.handshake_timeout_ms), acceptor.accept(stream)).await {
+                    let stream = match tokio::time::timeout(
+                        Duration::from_millis(ctx.cfg.handshake_timeout_ms),
+                        acceptor.accept(stream),
+                    )
+                    .await
+                    {
                         Ok(Ok(s)) => s,
                         Ok(Err(e)) => {
                             tracing::info!(conn = id, %peer, "closing connection: TLS handshake failed: {e}");

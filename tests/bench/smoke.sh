@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Smoke run of the load generator (`zkr bench`) against a zkr started here: every workload runs
+# briefly and its one-line summary must parse, show work done and no errors. A check of the tool,
+# not of speed (speed is measured by scripts/bench-side-by-side.sh).
+#   ZKR_BIN=target/release/zkr BENCH_SMOKE_PORT=36050 bash tests/bench/smoke.sh
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+ZKR=${ZKR_BIN:-target/release/zkr}
+PORT=${BENCH_SMOKE_PORT:-36050}
+[ -x "$ZKR" ] || { echo "no zkr binary at $ZKR"; exit 1; }
+W=$(mktemp -d /tmp/zkr-bench-smoke.XXXXXX)
+"$ZKR" serve --bind 127.0.0.1 --port "$PORT" --data-dir "$W/data" --max-client-cnxns 0 >"$W/zkr.log" 2>&1 &
+PID=$!
+trap 'kill "$PID" 2>/dev/null; wait "$PID" 2>/dev/null; rm -rf "$W"' EXIT
+for _ in $(seq 100); do
+  [ "$(echo srvr | timeout 3 nc -q1 127.0.0.1 "$PORT" 2>/dev/null | grep -c '^Zxid')" = 1 ] && break
+  sleep 0.1
+done
+
+PASS=0; FAIL=0
+# check NAME CONDITION... -- ARGS: runs `zkr bench ARGS`, then each CONDITION (key>value or
+# key=value) against its summary line.
+check() {
+  local name=$1; shift
+  local conds=()
+  while [ "$1" != -- ]; do conds+=("$1"); shift; done
+  shift
+  local out line ok=1
+  out=$(timeout 120 "$ZKR" bench "$@" --server "127.0.0.1:$PORT" --server-pid "$PID" 2>&1)
+  line=$(grep "^bench=$name " <<<"$out" | tail -1)
+  if [ -z "$line" ]; then
+    ok=0
+  else
+    for c in "${conds[@]}"; do
+      local key val got
+      if [[ $c == *">"* ]]; then key=${c%%>*}; val=${c#*>}; else key=${c%%=*}; val=${c#*=}; fi
+      got=$(grep -o " $key=[^ ]*" <<<"$line" | cut -d= -f2)
+      if [ -z "$got" ]; then ok=0
+      elif [[ $c == *">"* ]]; then awk -v g="$got" -v v="$val" 'BEGIN{exit !(g+0 > v+0)}' || ok=0
+      else [ "$got" = "$val" ] || ok=0
+      fi
+    done
+  fi
+  if [ $ok = 1 ]; then
+    PASS=$((PASS + 1)); echo "PASS $name: $line"
+  else
+    FAIL=$((FAIL + 1)); echo "FAIL $name (wanted ${conds[*]}):"; echo "$out" | tail -5
+  fi
+}
+
+RW=(--secs 1 --warmup-secs 0.2 --connections 4 --window 8 --children 100)
+check read ops_per_s\>0 reads\>0 errors=0 server_rss_kb\>0 -- read "${RW[@]}"
+check write ops_per_s\>0 writes\>0 errors=0 -- write "${RW[@]}"
+check mixed ops_per_s\>0 writes\>0 reads\>0 errors=0 -- mixed "${RW[@]}"
+check read ops_per_s\>0 lat_p99_us\>0 errors=0 -- read "${RW[@]}" --rate 500
+check churn changes=5 relists\>0 leave_p99_us\>0 join_p99_us\>0 expiry_p99_us\>0 errors=0 -- \
+  churn --providers 3 --interfaces 2 --consumers 4 --rounds 2 --expiries 1 --name-bytes 200
+check sessions open=200 pings\>0 errors=0 server_cpu_pct\>0 -- sessions --count 200 --secs 1 --ping-ms 500
+check fill count=2000 ops_per_s\>0 errors=0 -- fill --count 2000
+
+echo "bench smoke: $PASS passed, $FAIL failed"
+[ $FAIL = 0 ]

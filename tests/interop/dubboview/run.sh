@@ -4,17 +4,18 @@
 # /services instances, config centre, metadata. Then:
 #   1. against zkr: every `zkr dubbo` command, text and --json, equals expected/<case> (session ids
 #      substituted), plus the error cases;
-#   2. the web page (`zkr dubbo web`) in Debian's headless Chromium driven by playwright-core
+#   2. the web page, served by zkr's AdminServer at /dubbo (and identically by `zkr dubbo web`), in
+#      Debian's headless Chromium driven by playwright-core
 #      (browser.js): DOM contents, live refresh on add/remove, a click, a checked screenshot;
 #   3. against Debian's ZooKeeper 3.8: the same fixture, the same commands, the same expected files.
-# Needs ZKR_BIN. Ports DUBBOVIEW_PORT_BASE (default 31000) +1 zkr, +2 ZooKeeper, +80 web.
+# Needs ZKR_BIN. Ports DUBBOVIEW_PORT_BASE (default 31000) +1 zkr, +2 ZooKeeper, +80 zkr dubbo web, +81 admin.
 # Installs chromium, the Java jars and npm packages itself. Prints "N passed, M failed".
 # DUBBOVIEW_UPDATE=1 rewrites expected/ from zkr's output instead of comparing (review the diff).
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ZKR_BIN=${ZKR_BIN:?set ZKR_BIN to the zkr binary}
 BASE=${DUBBOVIEW_PORT_BASE:-31000}
-ZKR_PORT=$((BASE + 1)) ZK_PORT=$((BASE + 2)) WEB_PORT=$((BASE + 80))
+ZKR_PORT=$((BASE + 1)) ZK_PORT=$((BASE + 2)) WEB_PORT=$((BASE + 80)) ADMIN_PORT=$((BASE + 81))
 WORK="$HERE/.work"
 RUN=$(mktemp -d)
 mkdir -p "$WORK"
@@ -142,7 +143,8 @@ check_cli() {
 mkdir -p "$HERE/expected"
 
 # ---------------------------------------------------------------- zkr
-"$ZKR_BIN" serve --bind 127.0.0.1 --port "$ZKR_PORT" --data-dir "$RUN/zkr-data" >"$RUN/zkr.log" 2>&1 &
+# The AdminServer serves the Dubbo view at /dubbo; the browser test reads it there.
+"$ZKR_BIN" serve --bind 127.0.0.1 --port "$ZKR_PORT" --admin-port "$ADMIN_PORT" --data-dir "$RUN/zkr-data" >"$RUN/zkr.log" 2>&1 &
 ZKR_PID=$!
 PIDS+=("$ZKR_PID")
 wait_port "$ZKR_PORT" || { echo "FAIL zkr did not start"; tail "$RUN/zkr.log"; exit 2; }
@@ -151,14 +153,23 @@ if start_fixture "127.0.0.1:$ZKR_PORT"; then
     "$ZKR_BIN" dubbo -server "127.0.0.1:$ZKR_PORT" web --listen "127.0.0.1:$WEB_PORT" >"$RUN/web.log" 2>&1 &
     WEB_PID=$!
     PIDS+=("$WEB_PID")
-    if wait_port "$WEB_PORT"; then
+    if wait_port "$WEB_PORT" && wait_port "$ADMIN_PORT"; then
+        # The standalone `zkr dubbo web` serves the same page as the admin port.
+        if python3 -c 'import sys, urllib.request
+a = urllib.request.urlopen(sys.argv[1], timeout=30).read()
+b = urllib.request.urlopen(sys.argv[2], timeout=30).read()
+sys.exit(0 if a == b and b"<html" in a.lower() else 1)' "http://127.0.0.1:$WEB_PORT/dubbo" "http://127.0.0.1:$ADMIN_PORT/dubbo"; then
+            pass "web: zkr dubbo web and the admin port serve the same page"
+        else
+            fail "web: zkr dubbo web and the admin port serve different pages"
+        fi
         code=$(python3 -c 'import sys, urllib.request, urllib.error
 try:
     urllib.request.urlopen(urllib.request.Request(sys.argv[1], data=b"", method="POST"), timeout=30); print(200)
 except urllib.error.HTTPError as e:
-    print(e.code)' "http://127.0.0.1:$WEB_PORT/dubbo/api/services")
+    print(e.code)' "http://127.0.0.1:$ADMIN_PORT/dubbo/api/services")
         [ "$code" = 405 ] && pass "web: read-only (POST is 405)" || fail "web: POST answered $code"
-        if NODE_PATH="$WORK/node_modules" PAGE_URL="http://127.0.0.1:$WEB_PORT/dubbo" CTL="$RUN/ctl" \
+        if NODE_PATH="$WORK/node_modules" PAGE_URL="http://127.0.0.1:$ADMIN_PORT/dubbo" CTL="$RUN/ctl" \
             FIXTURE_OUT="$RUN/fixture.out" SHOT="$WORK/dubbo-view.png" S_P1=$(session P1) S_P2=$(session P2) \
             S_C1=$(session C1) S_I1=$(session I1) timeout 180 node "$HERE/browser.js" >"$RUN/browser.out" 2>&1; then
             pass "web: headless Chromium ($(tail -1 "$RUN/browser.out"); screenshot $WORK/dubbo-view.png)"
@@ -167,7 +178,7 @@ except urllib.error.HTTPError as e:
             cat "$RUN/browser.out"
         fi
     else
-        fail "web: zkr dubbo web did not listen"
+        fail "web: zkr dubbo web or the admin port did not listen"
         cat "$RUN/web.log"
     fi
     kill "$WEB_PID" 2>/dev/null

@@ -204,6 +204,22 @@ if start_server zkr --tls-client-auth want; then
 fi
 stop_server
 
+# ---------------------------------------------------------------- zkr only: plaintext garbage on the TLS port
+# while a TLS client keeps working; afterwards open files, alive connections, threads and memory
+# are back at their baseline (issue #5, garbage on the wire; TLS bytes to the plain port are in
+# tests/hostile_garbage.rs).
+if start_server zkr; then
+    timeout 240 /usr/bin/python3 "$HERE/tls_garbage.py" "$PLAIN" "$SECURE" "$C" "$SERVER_PID" >"$WORK/garbage.txt" 2>&1
+    rc=$?
+    while read -r verdict what; do
+        case "$verdict" in PASS) pass "$what" ;; FAIL) fail "$what" ;; esac
+    done <"$WORK/garbage.txt"
+    grep -q '^PASS' "$WORK/garbage.txt" && [ $rc -eq 0 ] || { fail "tls-garbage: run (exit $rc)"; tail -n 20 "$WORK/garbage.txt"; }
+else
+    fail "tls-garbage: zkr did not start"
+fi
+stop_server
+
 # ---------------------------------------------------------------- comparisons
 for client in java kazoo wire; do
     if [ -s "$WORK/$client-zk.txt" ] && diff -u "$WORK/$client-zk.txt" "$WORK/$client-zkr.txt" >"$WORK/$client.diff"; then

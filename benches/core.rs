@@ -319,7 +319,8 @@ fn watch(c: &mut Criterion) {
         // One providers directory watched by `watchers` consumers (one-shot child watches,
         // re-armed after each change as consumers do), and a provider leaving.
         let dir = providers_dir(1);
-        let change = vec![Change::Deleted(format!("{dir}/{}", provider(1))), Change::ChildrenChanged(dir.clone())];
+        let acl: Arc<[zkr::proto::Acl]> = Arc::from(zkr::proto::Acl::open_unsafe());
+        let change = vec![Change::Deleted(format!("{dir}/{}", provider(1)), acl), Change::ChildrenChanged(dir.clone())];
         let mut w = WatchManager::default();
         let mut fired = Vec::with_capacity(watchers as usize);
         g.bench_function(BenchmarkId::new("one change, child watchers re-armed", watchers), |b| {

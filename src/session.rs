@@ -5,6 +5,15 @@ use crate::proto::{Id, PASSWORD_LEN};
 use crate::txn::SessionId;
 use sha1::{Digest, Sha1};
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::OnceLock;
+use std::time::Instant;
+
+/// Monotonic milliseconds since the first call in this process: the clock of session expiry,
+/// shared by the core and the connection tasks that record when a session was last heard.
+pub fn mono_ms() -> u64 {
+    static START: OnceLock<Instant> = OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_millis() as u64
+}
 
 /// Connection id, unique for the life of the process.
 pub type ConnId = u64;
@@ -109,6 +118,11 @@ impl ExpiryQueue {
             None => {}
         }
         self.buckets.entry(due).or_default().insert(id);
+    }
+
+    /// True if a session heard at `heard_ms` would be due only after `now_ms`.
+    pub fn due_after(&self, heard_ms: u64, timeout_ms: u64, now_ms: u64) -> bool {
+        self.round_up(heard_ms + timeout_ms) > now_ms
     }
 
     pub fn remove(&mut self, id: SessionId) {

@@ -295,6 +295,7 @@ impl Core {
                 });
             }
             CoreMsg::Inspect(tx) => {
+                self.catch_up_pings();
                 let _ = tx.send(self.inspect());
             }
         }
@@ -767,6 +768,18 @@ impl Core {
         self.expiry.remove(sid);
         tracing::debug!(session = format!("0x{sid:x}"), "session closed");
         self.commit(sid, TxnOp::CloseSession);
+    }
+
+    /// Moves each session whose connection answered pings itself to the expiry bucket those
+    /// pings earned, so operator views (`dump`) show when it is really due.
+    fn catch_up_pings(&mut self) {
+        for (sid, s) in &self.sessions {
+            let Some(c) = s.conn.and_then(|c| self.conns.get(&c)) else { continue };
+            let heard = c.handle.last_heard.load(Ordering::Acquire);
+            if heard != 0 {
+                self.expiry.extend(*sid, heard, s.timeout_ms as u64);
+            }
+        }
     }
 
     /// True if the session's connection answered a ping itself recently enough that the

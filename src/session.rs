@@ -5,6 +5,15 @@ use crate::proto::{Id, PASSWORD_LEN};
 use crate::txn::SessionId;
 use sha1::{Digest, Sha1};
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::OnceLock;
+use std::time::Instant;
+
+/// Monotonic milliseconds since the first call in this process: the clock of session expiry,
+/// shared by the core and the connection tasks that record when a session was last heard.
+pub fn mono_ms() -> u64 {
+    static START: OnceLock<Instant> = OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_millis() as u64
+}
 
 /// Connection id, unique for the life of the process.
 pub type ConnId = u64;
@@ -111,6 +120,19 @@ impl ExpiryQueue {
         self.buckets.entry(due).or_default().insert(id);
     }
 
+    /// Like `touch`, but only ever moves a queued session later.
+    pub fn extend(&mut self, id: SessionId, now_ms: u64, timeout_ms: u64) {
+        let due = self.round_up(now_ms + timeout_ms);
+        if self.at.get(&id).is_some_and(|at| *at < due) {
+            self.touch(id, now_ms, timeout_ms);
+        }
+    }
+
+    /// True if a session heard at `heard_ms` would be due only after `now_ms`.
+    pub fn due_after(&self, heard_ms: u64, timeout_ms: u64, now_ms: u64) -> bool {
+        self.round_up(heard_ms + timeout_ms) > now_ms
+    }
+
     pub fn remove(&mut self, id: SessionId) {
         if let Some(old) = self.at.remove(&id) {
             if let Some(b) = self.buckets.get_mut(&old) {
@@ -172,6 +194,18 @@ mod tests {
         q.touch(2, 500, 1000);
         assert!(q.expired(1100).is_empty());
         assert_eq!(q.expired(1600), vec![2]);
+    }
+
+    #[test]
+    fn extend_only_moves_later() {
+        let mut q = ExpiryQueue::new(100);
+        q.touch(1, 500, 1000);
+        q.extend(1, 0, 1000);
+        assert_eq!(q.buckets(), vec![(1600, vec![1])]);
+        q.extend(1, 900, 1000);
+        assert_eq!(q.buckets(), vec![(2000, vec![1])]);
+        q.extend(2, 900, 1000);
+        assert_eq!(q.buckets(), vec![(2000, vec![1])], "an unqueued session stays unqueued");
     }
 
     #[test]

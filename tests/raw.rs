@@ -155,6 +155,46 @@ async fn pings_keep_a_session_alive() {
     server.shutdown().await;
 }
 
+/// Pings answered by the connection itself (nothing else outstanding) must keep the session
+/// alive however many timeouts pass, and once they stop the session must expire on time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ping_only_session_lives_past_several_timeouts_then_expires_on_time() {
+    let (server, addr) = common::start().await;
+    let (mut watcher, _) = Raw::connect(&addr, 5000).await;
+    let (mut owner, resp) = Raw::connect(&addr, 300).await;
+    assert_eq!(resp.timeout_ms, 300);
+    let (created, _) = owner.call(&create(1, "/pinger", 1)).await;
+    assert_eq!(created.err, 0);
+    let (h, _) = watcher.call(&path_watch(1, OpCode::Exists, "/pinger", true)).await;
+    assert_eq!(h.err, 0);
+    let ping = req(-2, OpCode::Ping, RequestBody::Empty);
+    // Six timeouts of nothing but pings.
+    let until = std::time::Instant::now() + Duration::from_millis(1800);
+    while std::time::Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(80)).await;
+        owner.send(&ping).await;
+        let frame = owner.read_frame().await.expect("a ping reply");
+        // The whole frame, as ZooKeeper sends it: xid -2, the last zxid, err 0, no body.
+        let mut want = (-2i32).to_be_bytes().to_vec();
+        want.extend_from_slice(&created.zxid.to_be_bytes());
+        want.extend_from_slice(&0i32.to_be_bytes());
+        assert_eq!(frame, want);
+    }
+    let (h, _) = watcher.call(&path_watch(2, OpCode::Exists, "/pinger", false)).await;
+    assert_eq!((h.xid, h.err), (2, 0), "no deletion event and the ephemeral is still there");
+    // Silence: the session must now expire within its timeout plus a tick (plus slack).
+    let silent = std::time::Instant::now();
+    let (h, body) = watcher.recv(OpCode::Ping).await.expect("a notification");
+    let elapsed = silent.elapsed();
+    assert_eq!(h.xid, -1);
+    let ev = zkr::proto::jute::parse_all(&body, WatcherEvent::parse).unwrap();
+    assert_eq!((ev.event_type, ev.path.as_str()), (2, "/pinger"));
+    assert!(elapsed >= Duration::from_millis(200), "not expired early: {elapsed:?}");
+    assert!(elapsed < Duration::from_millis(300 + 100 + 400), "expired on time: {elapsed:?}");
+    assert!(owner.read_frame().await.is_none(), "expired session's connection is closed");
+    server.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn notification_precedes_the_reply_to_a_later_request() {
     let (server, addr) = common::start().await;

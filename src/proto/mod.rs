@@ -14,5 +14,5 @@ pub use codes::{perms, xid, CreateMode, ErrorCode, EventType, OpCode, WatcherTyp
 pub use connect::{ConnectRequest, ConnectResponse, PASSWORD_LEN};
 pub use jute::DecodeError;
 pub use request::{CreateRequest, MultiOp, Request, RequestBody, RequestError, SetWatches};
-pub use response::{MultiResult, ReplyHeader, Response, WatcherEvent};
+pub use response::{encode_children, MultiResult, ReplyHeader, Response, WatcherEvent};
 pub use stat::{Acl, Id, Stat};

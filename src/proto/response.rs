@@ -85,6 +85,13 @@ pub enum Response {
         children: Vec<Arc<str>>,
         stat: Stat,
     },
+    /// getChildren answered from the tree's cache: the child list already encoded.
+    EncodedChildren(Bytes),
+    /// getChildren2 answered from the tree's cache.
+    EncodedChildren2 {
+        children: Bytes,
+        stat: Stat,
+    },
     Multi(Vec<MultiResult>),
     /// getEphemerals.
     Strings(Vec<String>),
@@ -95,6 +102,16 @@ pub enum Response {
     /// whoAmI: `vector<ClientInfo{authScheme, user}>`.
     WhoAmI(Vec<(String, String)>),
     Sasl(Option<Bytes>),
+}
+
+/// A child list as getChildren sends it: `vector<ustring>`.
+pub fn encode_children<'a>(names: impl ExactSizeIterator<Item = &'a str>) -> Bytes {
+    let mut b = bytes::BytesMut::new();
+    b.put_i32(names.len() as i32);
+    for s in names {
+        b.put_ustring(s);
+    }
+    b.freeze()
 }
 
 fn write_children(c: &[Arc<str>], b: &mut impl BufMut) {
@@ -125,6 +142,11 @@ impl Response {
             Response::Children(c) => write_children(c, b),
             Response::Children2 { children, stat } => {
                 write_children(children, b);
+                stat.write(b);
+            }
+            Response::EncodedChildren(c) => b.put_slice(c),
+            Response::EncodedChildren2 { children, stat } => {
+                b.put_slice(children);
                 stat.write(b);
             }
             Response::Multi(results) => {

@@ -11,11 +11,12 @@ use super::four_letter;
 use super::stats::{ConnStats, ServerStats};
 use crate::codec::{write_frame, FrameCodec, FrameError};
 use crate::config::Config;
-use crate::proto::{xid, ConnectRequest, Id, OpCode, ReplyHeader, Request, RequestError};
-use crate::session::ConnId;
+use crate::proto::{xid, ConnectRequest, Id, OpCode, ReplyHeader, Request, RequestError, Response};
+use crate::session::{mono_ms, ConnId};
 use bytes::BytesMut;
 use futures::StreamExt;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -34,6 +35,8 @@ pub struct ConnCtx {
     pub shutdown: CancellationToken,
     pub stats: Arc<ServerStats>,
     pub ops: Arc<super::ops::Ops>,
+    /// The highest zxid on disk, which a ping answered here carries.
+    pub durable: super::committer::Durable,
 }
 
 /// Serves one connection. `tls_ids` are the identities its TLS client certificate brought
@@ -118,7 +121,10 @@ where
     let (tx, rx) = mpsc::channel(ctx.cfg.max_outbound_queue);
     let cancel = ctx.shutdown.child_token();
     let permits = Arc::new(Semaphore::new(ctx.cfg.max_outstanding_per_conn));
-    let handle = ConnHandle { id, tx, cancel: cancel.clone(), peer: peer.ip(), tls_ids };
+    let last_heard = Arc::new(AtomicU64::new(0));
+    let pong_tx = tx.clone();
+    let handle =
+        ConnHandle { id, tx, cancel: cancel.clone(), peer: peer.ip(), tls_ids, last_heard: last_heard.clone() };
     let writer = tokio::spawn(write_loop(rx, wr, permits.clone(), cancel.clone(), ctx.stats.clone(), cs.clone()));
     if ctx.core.send(CoreMsg::Connect { conn: handle, req: connect }).await.is_err() {
         return;
@@ -142,6 +148,21 @@ where
         };
         ctx.stats.packet_received(cs, frame.len() + 4);
         let msg = match Request::parse(&frame) {
+            Ok(req) if req.op == OpCode::Ping && idle(&permits, ctx.cfg.max_outstanding_per_conn, cs) => {
+                // Nothing of this session is in flight, so answering here keeps replies in
+                // request order (ZooKeeper answers a ping in turn with the session's requests)
+                // and costs no wake-up of the core.
+                last_heard.store(mono_ms(), Ordering::Release);
+                if let Ok(p) = permits.try_acquire() {
+                    p.forget();
+                }
+                ctx.stats.request_started(cs, OpCode::Ping);
+                let header = ReplyHeader { xid: xid::PING, zxid: ctx.durable.load(Ordering::Acquire), err: 0 };
+                if pong_tx.send(Outbound::Reply(header, Response::Empty)).await.is_err() {
+                    break;
+                }
+                continue;
+            }
             Ok(req) => CoreMsg::Request { conn: id, req },
             Err(RequestError::UnknownOp { xid, op }) => {
                 tracing::warn!(conn = id, %peer, op, "unknown op code: answering Unimplemented and closing");
@@ -170,11 +191,18 @@ where
             break;
         }
     }
+    drop(pong_tx);
     let _ = ctx.core.send(CoreMsg::Disconnected { conn: id }).await;
     // The writer flushes anything still queued (e.g. the Unimplemented reply) and exits once
     // the core drops its sender.
     let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
     cancel.cancel();
+}
+
+/// True when the connection has a session and every request it read has been answered (its
+/// reply at least queued for the writer), so a reply queued now cannot overtake another.
+fn idle(permits: &Semaphore, max: usize, cs: &ConnStats) -> bool {
+    permits.available_permits() == max && cs.session.load(Ordering::Acquire) != 0
 }
 
 /// Encodes one message; true if the connection should close after it.

@@ -22,9 +22,9 @@ use crate::txn::{SessionId, Txn, TxnOp, Zxid};
 use crate::watch::{Fired, WatchManager};
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -47,6 +47,8 @@ pub struct ConnHandle {
     pub peer: IpAddr,
     /// Identities from the TLS client certificate (`x509`, maybe `super`), added at connect.
     pub tls_ids: Vec<Id>,
+    /// `mono_ms` when the connection last answered a ping itself; the expiry sweep consults it.
+    pub last_heard: Arc<AtomicU64>,
 }
 
 /// Messages into the core.
@@ -123,7 +125,6 @@ pub struct Core {
     conns: HashMap<ConnId, Conn>,
     passwords: Passwords,
     next_session: SessionId,
-    started: Instant,
     next_sweep_ms: u64,
     changes: Vec<Change>,
     fired: Vec<Fired>,
@@ -177,7 +178,6 @@ impl Core {
             conns: HashMap::new(),
             passwords: Passwords::new(secret),
             next_session,
-            started: Instant::now(),
             changes: Vec::new(),
             fired: Vec::new(),
             records: Vec::new(),
@@ -266,7 +266,7 @@ impl Core {
     }
 
     fn now_ms(&self) -> u64 {
-        self.started.elapsed().as_millis() as u64
+        crate::session::mono_ms()
     }
 
     pub fn handle(&mut self, msg: CoreMsg) {
@@ -295,6 +295,7 @@ impl Core {
                 });
             }
             CoreMsg::Inspect(tx) => {
+                self.catch_up_pings();
                 let _ = tx.send(self.inspect());
             }
         }
@@ -769,9 +770,38 @@ impl Core {
         self.commit(sid, TxnOp::CloseSession);
     }
 
+    /// Moves each session whose connection answered pings itself to the expiry bucket those
+    /// pings earned, so operator views (`dump`) show when it is really due.
+    fn catch_up_pings(&mut self) {
+        for (sid, s) in &self.sessions {
+            let Some(c) = s.conn.and_then(|c| self.conns.get(&c)) else { continue };
+            let heard = c.handle.last_heard.load(Ordering::Acquire);
+            if heard != 0 {
+                self.expiry.extend(*sid, heard, s.timeout_ms as u64);
+            }
+        }
+    }
+
+    /// True if the session's connection answered a ping itself recently enough that the
+    /// session is not due yet; it is then re-queued at the time that ping makes it due.
+    fn heard_lately(&mut self, sid: SessionId, now: u64) -> bool {
+        let Some(s) = self.sessions.get(&sid) else { return false };
+        let Some(c) = s.conn.and_then(|c| self.conns.get(&c)) else { return false };
+        let heard = c.handle.last_heard.load(Ordering::Acquire);
+        let timeout = s.timeout_ms as u64;
+        if heard == 0 || !self.expiry.due_after(heard, timeout, now) {
+            return false;
+        }
+        self.expiry.touch(sid, heard, timeout);
+        true
+    }
+
     fn tick(&mut self) {
         let now = self.now_ms();
         for sid in self.expiry.expired(now) {
+            if self.heard_lately(sid, now) {
+                continue;
+            }
             tracing::info!(session = format!("0x{sid:x}"), "session expired");
             let conn = self.sessions.get(&sid).and_then(|s| s.conn);
             self.close_session(sid);

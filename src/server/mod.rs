@@ -122,7 +122,7 @@ impl Server {
         let stats = Arc::new(stats::ServerStats::default());
         let (log_tx, log) = committer::spawn(wal, durable.clone(), stats.clone()).map_err(StartError::Thread)?;
         let (core_tx, core_rx) = mpsc::channel(CORE_QUEUE);
-        let core = Core::new(cfg.clone(), recovered.tree, recovered.secret, log_tx, durable, stats.clone());
+        let core = Core::new(cfg.clone(), recovered.tree, recovered.secret, log_tx, durable.clone(), stats.clone());
         let core = std::thread::Builder::new()
             .name("zkr-core".into())
             .spawn(move || core.run(core_rx))
@@ -166,6 +166,7 @@ impl Server {
             shutdown: shutdown.clone(),
             stats,
             ops,
+            durable,
         });
         let mut accept = vec![tokio::spawn(accept_loop(listener, None, shared.clone()))];
         tracing::info!(%addr, "zkr accepting client connections");
@@ -239,6 +240,8 @@ struct Accepting {
     shutdown: CancellationToken,
     stats: Arc<stats::ServerStats>,
     ops: Arc<ops::Ops>,
+    /// The highest zxid on disk: the zxid a ping answered by its connection carries.
+    durable: committer::Durable,
     /// Sockets open on both client ports (the global maxCnxns limit).
     open: Arc<AtomicUsize>,
     /// Refusal lines, rate-limited across both ports.
@@ -291,6 +294,7 @@ async fn accept_loop(listener: TcpListener, tls: Option<tokio_rustls::TlsAccepto
             shutdown: shared.shutdown.clone(),
             stats: shared.stats.clone(),
             ops: shared.ops.clone(),
+            durable: shared.durable.clone(),
         };
         let _ = stream.set_nodelay(true);
         let tls = tls.clone();

@@ -70,8 +70,19 @@ pub fn get_children(
         w.add_child(path, r.watcher);
     }
     let n = tree.node(id).ok_or(ErrorCode::NoNode)?;
-    let children = n.children.keys().cloned().collect();
-    Ok(if with_stat { Response::Children2 { children, stat: n.wire_stat() } } else { Response::Children(children) })
+    let children = tree.encoded_children(id).ok_or(ErrorCode::NoNode)?;
+    Ok(if with_stat {
+        Response::EncodedChildren2 { children, stat: n.wire_stat() }
+    } else {
+        Response::EncodedChildren(children)
+    })
+}
+
+/// A child list as names (multiRead's sub-results).
+fn child_names(tree: &DataTree, r: &Reader, path: &str) -> Result<Vec<std::sync::Arc<str>>, ErrorCode> {
+    let id = readable(tree, path, r, perms::READ)?;
+    let n = tree.node(id).ok_or(ErrorCode::NoNode)?;
+    Ok(n.children.keys().cloned().collect())
 }
 
 /// getACL needs READ or ADMIN; without ADMIN digest hashes are hidden.
@@ -113,9 +124,8 @@ pub fn multi_read(tree: &DataTree, w: &mut WatchManager, r: &Reader, ops: &[Mult
     let mut out = Vec::with_capacity(ops.len());
     for op in ops {
         let res = match op {
-            MultiOp::GetChildren { path, .. } => match get_children(tree, w, r, path, false, false) {
-                Ok(Response::Children(children)) => MultiResult::GetChildren { children },
-                Ok(_) => MultiResult::Error(ErrorCode::SystemError.code()),
+            MultiOp::GetChildren { path, .. } => match child_names(tree, r, path) {
+                Ok(children) => MultiResult::GetChildren { children },
                 Err(e) => MultiResult::Error(e.code()),
             },
             MultiOp::GetData { path, .. } => match get_data(tree, w, r, path, false) {

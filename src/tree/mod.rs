@@ -63,6 +63,46 @@ pub struct DataTree {
     acl_cache: HashSet<Arc<[Acl]>>,
     last_zxid: Zxid,
     data_size: u64,
+    child_lists: ChildListCache,
+}
+
+/// Lists longer than this (encoded) are not kept: one huge directory must not double its memory.
+const CHILD_LIST_MAX: usize = 1 << 20;
+/// Bytes all kept lists may take; past it the cache starts over.
+const CHILD_LISTS_TOTAL: usize = 64 << 20;
+
+/// The encoded child lists (jute `vector<ustring>`, in the child map's iteration order) of
+/// directories read lately, shared by every getChildren reply until that directory's children
+/// change. A clone (the snapshot copy) starts empty.
+#[derive(Default)]
+struct ChildListCache {
+    inner: parking_lot::Mutex<ChildLists>,
+}
+
+#[derive(Default)]
+struct ChildLists {
+    lists: HashMap<NodeId, Bytes>,
+    bytes: usize,
+}
+
+impl ChildLists {
+    fn forget(&mut self, id: NodeId) {
+        if let Some(b) = self.lists.remove(&id) {
+            self.bytes -= b.len();
+        }
+    }
+}
+
+impl Clone for ChildListCache {
+    fn clone(&self) -> Self {
+        ChildListCache::default()
+    }
+}
+
+impl std::fmt::Debug for ChildListCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ChildListCache")
+    }
 }
 
 impl Default for DataTree {
@@ -97,6 +137,7 @@ impl DataTree {
             acl_cache: HashSet::new(),
             last_zxid: 0,
             data_size: 0,
+            child_lists: ChildListCache::default(),
         };
         let acl = t.intern_acl(&Acl::open_unsafe());
         let root = Znode {
@@ -119,7 +160,37 @@ impl DataTree {
         if let Some(p) = self.nodes.get_mut(parent) {
             p.children.insert(name, id);
         }
+        self.children_changed(parent);
+        self.children_changed(id);
         id
+    }
+
+    /// Drops a directory's cached child list: its children changed (or its id was reused).
+    fn children_changed(&mut self, id: NodeId) {
+        let c = self.child_lists.inner.get_mut();
+        if !c.lists.is_empty() {
+            c.forget(id);
+        }
+    }
+
+    /// The node's child names encoded as a jute `vector<ustring>`, in the order the child map
+    /// yields them (what getChildren has always sent), from the cache when it is still valid.
+    pub fn encoded_children(&self, id: NodeId) -> Option<Bytes> {
+        let n = self.nodes.get(id)?;
+        let mut c = self.child_lists.inner.lock();
+        if let Some(b) = c.lists.get(&id) {
+            return Some(b.clone());
+        }
+        let encoded = crate::proto::encode_children(n.children.keys().map(|k| &**k));
+        if encoded.len() <= CHILD_LIST_MAX {
+            if c.bytes + encoded.len() > CHILD_LISTS_TOTAL {
+                c.lists.clear();
+                c.bytes = 0;
+            }
+            c.bytes += encoded.len();
+            c.lists.insert(id, encoded.clone());
+        }
+        Some(encoded)
     }
 
     /// Shares identical ACL lists between nodes (ZooKeeper's ReferenceCountedACLCache idea).
@@ -155,6 +226,7 @@ impl DataTree {
                 root.stat = stat;
                 root.children.reserve(children);
             }
+            self.children_changed(ROOT);
             return true;
         }
         let Some(parent) = self.lookup(path::parent(path)) else { return false };
@@ -162,6 +234,7 @@ impl DataTree {
         if let Some(n) = self.nodes.get_mut(id) {
             n.children.reserve(children);
         }
+        self.children_changed(id);
         self.index(id, stat.ephemeral_owner);
         true
     }
@@ -467,6 +540,8 @@ impl DataTree {
                 p.stat.pzxid = zxid;
             }
         }
+        self.children_changed(node.parent);
+        self.children_changed(id);
         let o = node.stat.ephemeral_owner;
         if o == owner::CONTAINER {
             self.containers.remove(&id);
@@ -482,5 +557,68 @@ impl DataTree {
         }
         changes.push(Change::Deleted(path.to_owned(), node.acl.clone()));
         changes.push(Change::ChildrenChanged(path::parent(path).to_owned()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The cached child list of every directory equals a fresh encoding of its children after
+    /// any sequence of creates and deletes (deterministic pseudo-random sequence).
+    #[test]
+    fn cached_child_lists_always_match_a_fresh_encoding() {
+        let mut t = DataTree::new();
+        let acl: Arc<[Acl]> = Arc::from(Acl::open_unsafe());
+        let mut seed: u64 = 0x5eed_1234;
+        let mut next = move || {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) as usize
+        };
+        let mut zxid = 0;
+        let mut changes = Vec::new();
+        let mut apply = |t: &mut DataTree, op: TxnOp| {
+            zxid += 1;
+            t.apply(&Txn { zxid, time: 0, session: 0, op }, &mut changes);
+        };
+        let create = |path: &str| TxnOp::Create {
+            path: path.to_owned(),
+            data: None,
+            acl: acl.clone(),
+            ephemeral_owner: 0,
+            parent_cversion: 0,
+        };
+        for d in ["/a", "/b", "/a/c"] {
+            apply(&mut t, create(d));
+        }
+        // Directories that come and go too, so node ids get reused.
+        let dirs = ["/", "/a", "/b", "/a/c", "/a/n1", "/b/n2"];
+        let check = |t: &DataTree, path: &str| {
+            let Some(id) = t.lookup(path) else { return };
+            let fresh = crate::proto::encode_children(t.node(id).unwrap().children.keys().map(|k| &**k));
+            assert_eq!(t.encoded_children(id).unwrap(), fresh, "child list of {path}");
+        };
+        let mut cached = 0;
+        for _ in 0..20_000 {
+            let dir = dirs[1 + next() % (dirs.len() - 1)];
+            let path = format!("{}/n{}", dir, next() % 40);
+            match t.get(&path) {
+                None if t.get(dir).is_some() => apply(&mut t, create(&path)),
+                Some(n) if n.children.is_empty() => apply(&mut t, TxnOp::Delete { path }),
+                _ => {}
+            }
+            for d in dirs {
+                if next() % 3 == 0 {
+                    check(&t, d);
+                    cached += 1;
+                }
+            }
+        }
+        assert!(cached > 10_000);
+        let copy = t.clone();
+        for d in dirs {
+            check(&t, d);
+            check(&copy, d);
+        }
     }
 }

@@ -13,7 +13,7 @@ if [ $QUICK = 1 ]; then
 else
   ZNODES="10000 100000 1000000"; WATCHERS="100 1000 10000 100000"; SESSIONS="100 1000 10000"; SECS=10
 fi
-PORT=$(( ${BENCH_PORT_BASE:-36100} + 3 ))
+PORT=$(( ${BENCH_PORT_BASE:-21100} + 3 ))
 ZKR=${ZKR_BIN:-target/release/zkr}
 [ -n "${ZKR_BIN:-}" ] || cargo build --release --locked 2>&1 | tail -n 1
 ulimit -n "$(ulimit -Hn)"

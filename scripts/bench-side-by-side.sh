@@ -8,7 +8,7 @@
 #   scripts/bench-side-by-side.sh            full run (10-20 min on 2 cores; 1,000,000-node fill)
 #   scripts/bench-side-by-side.sh --quick    small sizes (~3 min), to check the script itself
 #
-# Environment: BENCH_PORT_BASE (default 36100; uses base+1 for ZooKeeper, base+2 for zkr),
+# Environment: BENCH_PORT_BASE (default 21100; uses base+1 for ZooKeeper, base+2 for zkr),
 # BENCH_OUT (raw results file, default target/bench/side-by-side-<UTC time>.txt), KEEP=1 keeps
 # the scratch directory.
 set -euo pipefail
@@ -23,7 +23,7 @@ else
   SECS=15; WARM=2; FILL=1000000; SESSIONS=10000; SESS_SECS=30; PING_MS=10000
   CHURN="--providers 20 --interfaces 10 --consumers 100 --rounds 20 --expiries 3"
 fi
-BASE=${BENCH_PORT_BASE:-36100}
+BASE=${BENCH_PORT_BASE:-21100}
 ZPORT=$((BASE + 1)); RPORT=$((BASE + 2))
 ZKR=${ZKR_BIN:-target/release/zkr}
 [ -n "${ZKR_BIN:-}" ] || cargo build --release --locked 2>&1 | tail -n 1

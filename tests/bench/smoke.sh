@@ -2,11 +2,11 @@
 # Smoke run of the load generator (`zkr bench`) against a zkr started here: every workload runs
 # briefly and its one-line summary must parse, show work done and no errors. A check of the tool,
 # not of speed (speed is measured by scripts/bench-side-by-side.sh).
-#   ZKR_BIN=target/release/zkr BENCH_SMOKE_PORT=36050 bash tests/bench/smoke.sh
+#   ZKR_BIN=target/release/zkr BENCH_SMOKE_PORT=21050 bash tests/bench/smoke.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 ZKR=${ZKR_BIN:-target/release/zkr}
-PORT=${BENCH_SMOKE_PORT:-36050}
+PORT=${BENCH_SMOKE_PORT:-21050}
 [ -x "$ZKR" ] || { echo "no zkr binary at $ZKR"; exit 1; }
 W=$(mktemp -d /tmp/zkr-bench-smoke.XXXXXX)
 "$ZKR" serve --bind 127.0.0.1 --port "$PORT" --data-dir "$W/data" --max-client-cnxns 0 >"$W/zkr.log" 2>&1 &

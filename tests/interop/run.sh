@@ -16,6 +16,8 @@ set -uo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
+# shellcheck source=lib/servers.sh
+. "$HERE/lib/servers.sh"
 WORK="$HERE/.work"
 PY=/usr/bin/python3
 ZK_BIN_DIR=/usr/share/zookeeper/bin
@@ -239,17 +241,13 @@ start_zookeeper() {  # name port [restart]
     # the server pid and its output lands in our directory; Debian's zkEnv.sh
     # would send "zkServer.sh start" output to /var/log/zookeeper.
     ZOOCFGDIR="$d" ZOO_LOG_DIR="$d" ZOOPIDFILE="$d/pid" \
-        SERVER_JVMFLAGS="-Dznode.container.checkIntervalMs=1000 -Dzookeeper.log.dir=$d -Xmx512m" \
+        SERVER_JVMFLAGS="$ZK_LOGGING_FLAGS -Dznode.container.checkIntervalMs=1000 -Dzookeeper.log.dir=$d -Xmx512m" \
         "$ZK_BIN_DIR/zkServer.sh" start-foreground "$d/zoo.cfg" >>"$d/server.log" 2>&1 </dev/null &
     local pid=$!
     PIDS+=("$pid")
     LAST_PID=$pid
-    for _ in $(seq 1 150); do
-        if ruok "$2"; then return 0; fi
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.2
-    done
-    tail -n 30 "$d/server.log" >&2
+    srv_wait_ruok "$2" "$pid" 90 && return 0
+    srv_diagnose "$1" "$2" "$pid" "$d/server.log"
     [ "${3:-}" = restart ] && { say "ZooKeeper ($1) did not restart on port $2"; return 1; }
     die "ZooKeeper ($1) did not start on port $2"
 }

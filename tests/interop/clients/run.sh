@@ -11,7 +11,7 @@
 #   ZKR_BIN=... tests/interop/clients/run.sh go node/watches            # a subset (kazoo-suite by name)
 #   tests/interop/clients/run.sh --list
 #
-# Installs its own dependencies (apt, pip into a venv, npm, go). Ports: CLIENTS_PORT_BASE (33000)
+# Installs its own dependencies (apt, pip into a venv, npm, go). Ports: CLIENTS_PORT_BASE (29000)
 # .. +999. Writes matrix rows to tests/interop/.work/matrix/clients.tsv. Prints one PASS/FAIL line
 # per check and ends with "N passed, M failed". Exit 0 all passed, 1 a check failed, 2 setup problem.
 
@@ -19,9 +19,11 @@ set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 INTEROP="$(cd "$HERE/.." && pwd)"
 REPO="$(cd "$INTEROP/../.." && pwd)"
+# shellcheck source=../lib/servers.sh
+. "$HERE/../lib/servers.sh"
 WORK="$INTEROP/.work/clients"
 PY=/usr/bin/python3
-PORT_BASE=${CLIENTS_PORT_BASE:-33000}
+PORT_BASE=${CLIENTS_PORT_BASE:-29000}
 KAZOO_VERSION=2.11.0
 SCENARIO_TIMEOUT=120
 
@@ -183,25 +185,21 @@ EOF
 }
 ruok() { [ "$(echo ruok | nc -q1 -w2 127.0.0.1 "$1" 2>/dev/null)" = "imok" ]; }
 wait_up() {  # port pid log
-    for _ in $(seq 1 150); do
-        ruok "$1" && return 0
-        kill -0 "$2" 2>/dev/null || break
-        sleep 0.2
-    done
-    tail -n 30 "$3" >&2
+    srv_wait_ruok "$1" "$2" 90 && return 0
+    srv_diagnose server "$1" "$2" "$3"
     die "server on port $1 did not start"
 }
 
 d="$RUN_DIR/zookeeper"
 write_cfg "$d" "$BASE"
-ZOOCFGDIR="$d" ZOO_LOG_DIR="$d" ZOOPIDFILE="$d/pid" SERVER_JVMFLAGS="-Dzookeeper.log.dir=$d -Xmx512m" \
+ZOOCFGDIR="$d" ZOO_LOG_DIR="$d" ZOOPIDFILE="$d/pid" SERVER_JVMFLAGS="$ZK_LOGGING_FLAGS -Dzookeeper.log.dir=$d -Xmx512m" \
     /usr/share/zookeeper/bin/zkServer.sh start-foreground "$d/zoo.cfg" >"$d/server.log" 2>&1 </dev/null &
 REF_PID=$!
 PIDS+=("$REF_PID")
 if [ "${INTEROP_BOTH_ZK:-0}" = 1 ]; then
     d2="$RUN_DIR/zookeeper2"
     write_cfg "$d2" "$((BASE + 1))"
-    ZOOCFGDIR="$d2" ZOO_LOG_DIR="$d2" ZOOPIDFILE="$d2/pid" SERVER_JVMFLAGS="-Dzookeeper.log.dir=$d2 -Xmx512m" \
+    ZOOCFGDIR="$d2" ZOO_LOG_DIR="$d2" ZOOPIDFILE="$d2/pid" SERVER_JVMFLAGS="$ZK_LOGGING_FLAGS -Dzookeeper.log.dir=$d2 -Xmx512m" \
         /usr/share/zookeeper/bin/zkServer.sh start-foreground "$d2/zoo.cfg" >"$d2/server.log" 2>&1 </dev/null &
     ZKR_PID=$!
     ZKR_LOG="$d2/server.log"

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Unmodified Dubbo against Debian's ZooKeeper and against zkr, side by side.
 
-    driver.py --label "Dubbo 3.3.6 (...)" --cp CLASSPATH --zkr-bin BIN --port-base 32000 \
+    driver.py --label "Dubbo 3.3.6 (...)" --cp CLASSPATH --zkr-bin BIN --port-base 28000 \
               --work DIR --tsv FILE
 
 Two sides run the same scenario in lockstep: "zookeeper" (Debian's ZooKeeper) and "zkr". Each side has two
@@ -44,6 +44,10 @@ MODES = ("plain", "auth")
 IFACE = {"plain": "zkr.interop.dubbo.Greeter", "auth": "zkr.interop.dubbo.SecureGreeter"}
 PAPP = {"plain": "zkr-interop-provider", "auth": "zkr-interop-provider-auth"}
 ZK_BIN_DIR = "/usr/share/zookeeper/bin"
+# Debian's zkEnv.sh gives ZooKeeper no SLF4J binding, so it logs nothing; zkServer.sh puts SERVER_JVMFLAGS
+# after its own -cp and the last -cp wins, so this adds slf4j-simple (see tests/interop/lib/servers.sh).
+ZK_LOGGING_FLAGS = ("-cp /etc/zookeeper/conf:/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar"
+                    " -Dorg.slf4j.simpleLogger.showDateTime=true")
 JAVA_OPTS = [
     "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss512k", "-Xmx256m",
     # Dubbo registers the host's first non-loopback address unless every interface is ignored
@@ -116,7 +120,7 @@ class Server:
         if self.side == "zookeeper":
             env = dict(os.environ, ZOOCFGDIR=self.dir, ZOO_LOG_DIR=self.dir, ZOOPIDFILE=f"{self.dir}/pid",
                        JMXDISABLE="true",
-                       SERVER_JVMFLAGS=f"-Xmx256m -XX:+UseSerialGC -Dzookeeper.log.dir={self.dir}")
+                       SERVER_JVMFLAGS=f"{ZK_LOGGING_FLAGS} -Xmx256m -XX:+UseSerialGC -Dzookeeper.log.dir={self.dir}")
             # start-foreground execs the JVM, so this pid is the server's
             cmd = [f"{ZK_BIN_DIR}/zkServer.sh", "start-foreground", cfg]
         else:
@@ -937,7 +941,7 @@ def main():
     ap.add_argument("--label", required=True)
     ap.add_argument("--cp", required=True, help="class path: Node's classes and Dubbo's jars")
     ap.add_argument("--zkr-bin", required=True)
-    ap.add_argument("--port-base", type=int, default=32000)
+    ap.add_argument("--port-base", type=int, default=28000)
     ap.add_argument("--work", required=True)
     ap.add_argument("--tsv", required=True)
     ap.add_argument("--services-session-ms", type=int, default=SESSION_SHORT_MS,

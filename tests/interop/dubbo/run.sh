@@ -7,7 +7,7 @@
 #
 #   ZKR_BIN=target/release/zkr tests/interop/dubbo/run.sh
 #   DUBBO_PROFILES="dubbo33" tests/interop/dubbo/run.sh      # one Dubbo line (profiles of pom.xml)
-#   DUBBO_PORT_BASE=32000                                     # ports used: base .. base+999
+#   DUBBO_PORT_BASE=28000                                     # ports used: base .. base+999
 set -uo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -16,7 +16,7 @@ WORK="$HERE/../.work/dubbo"
 MATRIX="$HERE/../.work/matrix"
 PY=/usr/bin/python3
 PROFILES=${DUBBO_PROFILES:-"dubbo33 dubbo32"}
-PORT_BASE=${DUBBO_PORT_BASE:-32000}
+PORT_BASE=${DUBBO_PORT_BASE:-28000}
 
 say() { echo "[dubbo] $*" >&2; }
 die() { say "ERROR: $*"; exit 2; }

@@ -7,11 +7,11 @@
 #
 #   ZKR_BIN=target/release/zkr bash tests/interop/hostile/run.sh
 #
-# Ports: HOSTILE_PORT_BASE (35100) for ZooKeeper, +1 for zkr. Prints "N passed, M failed".
+# Ports: a free pair in HOSTILE_PORT_BASE (23000) .. +999, ZooKeeper then zkr. Prints "N passed, M failed".
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../../.." && pwd)"
-BASE=${HOSTILE_PORT_BASE:-35100}
+BASE=${HOSTILE_PORT_BASE:-23000}
 ZKR_BIN=${ZKR_BIN:-$REPO/target/release/zkr}
 FUZZ_SECS=${HOSTILE_FUZZ_SECS:-0}
 PY=/usr/bin/python3
@@ -46,41 +46,57 @@ if [ -n "$missing" ]; then
 fi
 [ -x "$ZKR_BIN" ] || { echo "FAIL no zkr binary at $ZKR_BIN (cargo build --release)"; echo "0 passed, 1 failed"; exit 1; }
 
-wait_ruok() {
-    for _ in $(seq 120); do
-        [ "$(echo ruok | timeout 5 nc -q1 127.0.0.1 "$1" 2>/dev/null)" = imok ] && return 0
-        sleep 0.5
-    done
-    return 1
-}
+# shellcheck source=../lib/servers.sh
+. "$HERE/../lib/servers.sh"
 
 # ---------------------------------------------------------------- servers
 SUPER_PW="hostile-super-pw"
 SUPER_DIGEST="super:$($PY -c "import hashlib,base64,sys;print(base64.b64encode(hashlib.sha1(sys.argv[1].encode()).digest()).decode())" "super:$SUPER_PW")"
-mkdir -p "$WORK/zk/data" "$WORK/zkr"
-cat >"$WORK/zk/zoo.cfg" <<CFG
+
+# start_servers: ZooKeeper on $ZK_PORT and zkr on $ZKR_PORT, both answering ruok. A start that
+# fails is diagnosed and tried again on other free ports (twice), so one taken port or one slow
+# JVM start on a loaded machine does not fail the suite; a server that never starts still does.
+start_servers() {
+    local attempt
+    for attempt in 1 2 3; do
+        [ -n "$ZKR_PID" ] && { kill "$ZKR_PID" 2>/dev/null; wait "$ZKR_PID" 2>/dev/null; ZKR_PID=""; }
+        [ -n "$ZK_PID" ] && { kill "$ZK_PID" 2>/dev/null; wait "$ZK_PID" 2>/dev/null; ZK_PID=""; }
+        rm -rf "$WORK/zk" "$WORK/zkr"
+        mkdir -p "$WORK/zk/data" "$WORK/zkr"
+        local base
+        base=$(srv_pick_base "$BASE" 1000 2) || { say "no two free ports in $BASE-$((BASE + 999))"; return 1; }
+        ZK_PORT=$base
+        ZKR_PORT=$((base + 1))
+        cat >"$WORK/zk/zoo.cfg" <<CFG
 tickTime=2000
 dataDir=$WORK/zk/data
-clientPort=$BASE
+clientPort=$ZK_PORT
 maxClientCnxns=0
 admin.enableServer=false
 4lw.commands.whitelist=*
 extendedTypesEnabled=true
 CFG
-# zkServer.sh start-foreground keeps the JVM as our child, so its pid is ours to stop.
-ZOOCFGDIR="$WORK/zk" ZOO_LOG_DIR="$WORK/zk" \
-    SERVER_JVMFLAGS="-Dzookeeper.DigestAuthenticationProvider.superDigest=$SUPER_DIGEST -XX:+UseSerialGC" \
-    /usr/share/zookeeper/bin/zkServer.sh start-foreground "$WORK/zk/zoo.cfg" >"$WORK/zk/out.log" 2>&1 &
-ZK_PID=$!
-echo "4lw.commands.whitelist=*" >"$WORK/zkr/zoo.cfg"
-"$ZKR_BIN" serve --config "$WORK/zkr/zoo.cfg" --bind 127.0.0.1 --port $((BASE + 1)) --data-dir "$WORK/zkr/data" \
-    --super-digest "$SUPER_DIGEST" --max-client-cnxns 0 >"$WORK/zkr/log" 2>&1 &
-ZKR_PID=$!
+        # zkServer.sh start-foreground keeps the JVM as our child, so its pid is ours to stop.
+        SERVER_JVMFLAGS="$ZK_LOGGING_FLAGS -Dzookeeper.DigestAuthenticationProvider.superDigest=$SUPER_DIGEST -XX:+UseSerialGC" \
+            /usr/share/zookeeper/bin/zkServer.sh start-foreground "$WORK/zk/zoo.cfg" >"$WORK/zk/out.log" 2>&1 &
+        ZK_PID=$!
+        echo "4lw.commands.whitelist=*" >"$WORK/zkr/zoo.cfg"
+        "$ZKR_BIN" serve --config "$WORK/zkr/zoo.cfg" --bind 127.0.0.1 --port "$ZKR_PORT" --data-dir "$WORK/zkr/data" \
+            --super-digest "$SUPER_DIGEST" --max-client-cnxns 0 --admin-enable false >"$WORK/zkr/log" 2>&1 &
+        ZKR_PID=$!
+        local ok=1
+        srv_wait_ruok "$ZK_PORT" "$ZK_PID" 90 || { srv_diagnose zookeeper "$ZK_PORT" "$ZK_PID" "$WORK/zk/out.log"; ok=0; }
+        srv_wait_ruok "$ZKR_PORT" "$ZKR_PID" 30 || { srv_diagnose zkr "$ZKR_PORT" "$ZKR_PID" "$WORK/zkr/log"; ok=0; }
+        [ "$ok" = 1 ] && return 0
+        say "attempt $attempt: a server did not start; trying again on other ports"
+    done
+    return 1
+}
 
 # ---------------------------------------------------------------- ACL matrix
-if wait_ruok "$BASE" && wait_ruok $((BASE + 1)); then
-    if timeout 300 $PY "$HERE/acl_matrix.py" "127.0.0.1:$BASE" "$SUPER_PW" >"$WORK/acl-zk.txt" 2>"$WORK/acl-zk.err" &&
-        timeout 300 $PY "$HERE/acl_matrix.py" "127.0.0.1:$((BASE + 1))" "$SUPER_PW" >"$WORK/acl-zkr.txt" 2>"$WORK/acl-zkr.err" &&
+if start_servers; then
+    if timeout 300 $PY "$HERE/acl_matrix.py" "127.0.0.1:$ZK_PORT" "$SUPER_PW" >"$WORK/acl-zk.txt" 2>"$WORK/acl-zk.err" &&
+        timeout 300 $PY "$HERE/acl_matrix.py" "127.0.0.1:$ZKR_PORT" "$SUPER_PW" >"$WORK/acl-zkr.txt" 2>"$WORK/acl-zkr.err" &&
         $PY "$HERE/compare_acl.py" "$WORK/acl-zk.txt" "$WORK/acl-zkr.txt"; then
         pass "acl-matrix"
     else
@@ -88,8 +104,7 @@ if wait_ruok "$BASE" && wait_ruok $((BASE + 1)); then
         fail "acl-matrix"
     fi
 else
-    tail -n 20 "$WORK/zk/out.log" "$WORK/zkr/log"
-    fail "acl-matrix (a server did not start)"
+    fail "acl-matrix (a server did not start in 3 attempts; diagnostics above)"
 fi
 if grep -q "$SUPER_PW" "$WORK/zkr/log"; then fail "super password in zkr's log"; else pass "no-secret-in-log"; fi
 

@@ -15,6 +15,8 @@ set -uo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../../.." && pwd)"
+# shellcheck source=../lib/servers.sh
+. "$HERE/../lib/servers.sh"
 WORK="$HERE/.work"
 PY=/usr/bin/python3
 ZK_BIN_DIR=/usr/share/zookeeper/bin
@@ -140,17 +142,13 @@ start_zk() {  # cfg port logfile [extra jvm flags] -> LAST_PID, LAST_START
     # pid and its output stays here; Debian's zkEnv.sh ignores ZOO_LOG_DIR
     # with "zkServer.sh start".
     ZOOCFGDIR="$dir" ZOO_LOG_DIR="$dir" ZOOPIDFILE="$dir/pid" JMXDISABLE=true \
-        SERVER_JVMFLAGS="-Dzookeeper.DigestAuthenticationProvider.superDigest=$SUPER_DIGEST -Dzookeeper.log.dir=$dir -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 ${4:-}" \
+        SERVER_JVMFLAGS="$ZK_LOGGING_FLAGS -Dzookeeper.DigestAuthenticationProvider.superDigest=$SUPER_DIGEST -Dzookeeper.log.dir=$dir -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 ${4:-}" \
         "$ZK_BIN_DIR/zkServer.sh" start-foreground "$1" >>"$3" 2>&1 </dev/null &
     LAST_PID=$!
     disown "$LAST_PID"
     PIDS+=("$LAST_PID")
-    for _ in $(seq 1 150); do
-        ruok "$2" && return 0
-        kill -0 "$LAST_PID" 2>/dev/null || break
-        sleep 0.2
-    done
-    tail -n 30 "$3" >&2
+    srv_wait_ruok "$2" "$LAST_PID" 90 && return 0
+    srv_diagnose zookeeper "$2" "$LAST_PID" "$3"
     die "ZooKeeper ($1) did not start on port $2"
 }
 

@@ -7,12 +7,12 @@
 # expected outcome so that a shared bug cannot pass. Then zkr-only checks of bad TLS/JAAS settings.
 #
 #   ZKR_BIN=target/release/zkr bash tests/interop/tls/run.sh
-# Ports: free pairs picked in TLS_PORT_BASE .. +899 (default 34100). Prints "N passed, M failed";
+# Ports: free pairs picked in TLS_PORT_BASE .. +899 (default 22000). Prints "N passed, M failed";
 # exit 1 on failure.
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ZKR_BIN=${ZKR_BIN:?set ZKR_BIN to the zkr binary}
-BASE=${TLS_PORT_BASE:-34100}
+BASE=${TLS_PORT_BASE:-22000}
 WORK=$(mktemp -d)
 C="$WORK/certs"
 PIDS=()

@@ -37,6 +37,9 @@ pub struct ConnCtx {
     pub ops: Arc<super::ops::Ops>,
     /// The highest zxid on disk, which a ping answered here carries.
     pub durable: super::committer::Durable,
+    /// When the whole handshake (TLS, if any, then the ConnectRequest) must be done, counted from
+    /// the accept: ZooKeeper's nio.sessionlessCnxnTimeout is one limit per connection, not per step.
+    pub handshake_deadline: tokio::time::Instant,
 }
 
 /// Serves one connection. `tls_ids` are the identities its TLS client certificate brought
@@ -61,7 +64,7 @@ where
 
     // One deadline for the whole handshake, however slowly the bytes trickle in (no slowloris;
     // ZooKeeper closes a connection without a session after nio.sessionlessCnxnTimeout).
-    let deadline = tokio::time::Instant::now() + Duration::from_millis(ctx.cfg.handshake_timeout_ms);
+    let deadline = ctx.handshake_deadline;
     // The first four bytes are either a frame length or a four-letter word.
     let mut first = [0u8; 4];
     match tokio::time::timeout_at(deadline, rd.read_exact(&mut first)).await {

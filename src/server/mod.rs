@@ -295,6 +295,7 @@ async fn accept_loop(listener: TcpListener, tls: Option<tokio_rustls::TlsAccepto
             stats: shared.stats.clone(),
             ops: shared.ops.clone(),
             durable: shared.durable.clone(),
+            handshake_deadline: tokio::time::Instant::now() + Duration::from_millis(cfg.handshake_timeout_ms),
         };
         let _ = stream.set_nodelay(true);
         let tls = tls.clone();
@@ -303,12 +304,7 @@ async fn accept_loop(listener: TcpListener, tls: Option<tokio_rustls::TlsAccepto
                 None => conn::serve(stream, ctx, Vec::new()).await,
                 Some(acceptor) => {
                     let id = ctx.id;
-                    let stream = match tokio::time::timeout(
-                        Duration::from_millis(ctx.cfg.handshake_timeout_ms),
-                        acceptor.accept(stream),
-                    )
-                    .await
-                    {
+                    let stream = match tokio::time::timeout_at(ctx.handshake_deadline, acceptor.accept(stream)).await {
                         Ok(Ok(s)) => s,
                         Ok(Err(e)) => {
                             tracing::info!(conn = id, %peer, "closing connection: TLS handshake failed: {e}");

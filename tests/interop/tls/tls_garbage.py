@@ -13,6 +13,7 @@ import logging
 import os
 import random
 import socket
+import ssl
 import struct
 import sys
 import threading
@@ -86,6 +87,28 @@ def garbage(i, rng):
             pass
 
 
+def late_tls(certs, out):
+    """Completes a TLS handshake 6 s after connecting, then sends nothing. zkr's one handshake
+    deadline (nio.sessionlessCnxnTimeout, 10 s here) counts from the TCP accept, so the socket must
+    close about 10 s after the connect: not 10 s after the TLS handshake (16 s), not never."""
+    ctx = ssl.create_default_context(cafile=f"{certs}/ca.pem")
+    ctx.check_hostname = False
+    ctx.load_cert_chain(f"{certs}/alice.pem", f"{certs}/alice.key")
+    t0 = time.monotonic()
+    try:
+        raw = socket.create_connection(("127.0.0.1", secure), timeout=40)
+        time.sleep(6)
+        with ctx.wrap_socket(raw) as s:
+            try:
+                while s.recv(4096):
+                    pass
+            except (OSError, ssl.SSLError):
+                pass
+        out.append(time.monotonic() - t0)
+    except (OSError, ssl.SSLError) as e:
+        out.append(repr(e))
+
+
 def main():
     tls = dict(use_ssl=True, verify_certs=True, ca=f"{certs}/ca.pem",
                certfile=f"{certs}/alice.pem", keyfile=f"{certs}/alice.key")
@@ -115,6 +138,9 @@ def main():
 
     good = threading.Thread(target=worker)
     good.start()
+    late = []
+    late_thread = threading.Thread(target=late_tls, args=(certs, late))
+    late_thread.start()
     rng = random.Random(5)
     next_i = iter(range(total))
     lock = threading.Lock()
@@ -137,9 +163,13 @@ def main():
         t.start()
     for t in threads:
         t.join()
+    late_thread.join()
     time.sleep(1)
     done.set()
     good.join()
+    check(len(late) == 1 and isinstance(late[0], float) and 9.0 <= late[0] <= 13.0,
+          f"tls-garbage: a TLS handshake done at 6 s and no ConnectRequest is closed at the 10 s deadline "
+          f"counted from the connect (closed after {late})")
     check(not errors and ops[0] > 0,
           f"tls-garbage: the TLS client did {ops[0]} set+get pairs during {total} plaintext connections, "
           f"errors: {errors[:3]}")

@@ -26,6 +26,10 @@ use tokio_util::sync::CancellationToken;
 
 /// Bytes gathered before a write is issued even if more output is queued.
 const WRITE_BATCH: usize = 64 * 1024;
+/// Initial read buffer per connection: tokio-util's default, 8 KiB, was most of an idle session's
+/// memory (10,000 sessions: 170 MB RSS; 149 MB with 2 KiB, 139 MB with 1 KiB); it still grows for larger frames.
+/// 2 KiB holds a pipelined burst of 32 small requests, so one read syscall still takes it in.
+const READ_BUFFER: usize = 2048;
 
 pub struct ConnCtx {
     pub id: ConnId,
@@ -97,7 +101,7 @@ where
         tracing::warn!(conn = id, %peer, "closing connection: {e}");
         return;
     }
-    let mut frames = FramedRead::new(rd, codec);
+    let mut frames = FramedRead::with_capacity(rd, codec, READ_BUFFER);
     frames.read_buffer_mut().extend_from_slice(&first);
     let connect = match tokio::time::timeout_at(deadline, frames.next()).await {
         Ok(Some(Ok(frame))) => match ConnectRequest::parse(&{

@@ -201,21 +201,25 @@ impl Ops {
 /// The summary keys zkr measures: `fsynctime`, `readlatency`, `updatelatency`.
 fn summary(s: &ServerStats, key: &str) -> Option<Value> {
     let (stat, name) = key.split_once('_')?;
-    let m = match name {
-        "fsynctime" => &s.fsync,
-        "readlatency" => &s.read_latency,
-        "updatelatency" => &s.update_latency,
+    let (m, sample) = match name {
+        "fsynctime" => (&s.fsync, None),
+        "readlatency" => (&s.read_latency.stats, Some(&s.read_latency.sample)),
+        "updatelatency" => (&s.update_latency.stats, Some(&s.update_latency.sample)),
         _ => return None,
     };
-    Some(match stat {
-        "avg" => Value::Float(m.avg()),
-        "min" => Value::Int(m.min()),
-        "max" => Value::Int(m.max()),
-        "cnt" => Value::Int(m.count()),
-        "sum" => Value::Int(m.total()),
-        // zkr keeps no quantile sketch for these; the max is an upper bound.
-        _ => Value::Int(m.max()),
-    })
+    let q = match stat {
+        "avg" => return Some(Value::Float(m.avg())),
+        "min" => return Some(Value::Int(m.min())),
+        "max" => return Some(Value::Int(m.max())),
+        "cnt" => return Some(Value::Int(m.count())),
+        "sum" => return Some(Value::Int(m.total())),
+        "p50" => 0.5,
+        "p95" => 0.95,
+        "p99" => 0.99,
+        "p999" => 0.999,
+        _ => return None,
+    };
+    sample.map(|r| Value::Int(r.quantiles(&[q])[0]))
 }
 
 fn dir_size(dir: &Path) -> u64 {

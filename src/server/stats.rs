@@ -82,6 +82,82 @@ impl MinAvgMax {
     }
 }
 
+/// How many values a [`Reservoir`] keeps (ZooKeeper's `ResettableUniformReservoir.DEFAULT_SIZE`).
+const RESERVOIR_SIZE: usize = 4096;
+
+/// A uniform random sample of at most 4096 of the values seen since the last reset (Vitter's
+/// algorithm R), from which `mntr` prints p50/p95/p99/p999 as ZooKeeper's
+/// `AvgMinMaxPercentileCounter` does for `readlatency` and `updatelatency`.
+#[derive(Debug)]
+pub struct Reservoir {
+    seen: AtomicU64,
+    values: Box<[AtomicI64]>,
+}
+
+impl Default for Reservoir {
+    fn default() -> Self {
+        Reservoir { seen: AtomicU64::new(0), values: (0..RESERVOIR_SIZE).map(|_| AtomicI64::new(0)).collect() }
+    }
+}
+
+impl Reservoir {
+    pub fn add(&self, v: i64) {
+        let n = self.seen.fetch_add(1, Ordering::Relaxed) + 1;
+        let slot = if n as usize <= RESERVOIR_SIZE { n - 1 } else { rand::random::<u64>() % n };
+        if let Some(cell) = self.values.get(slot as usize) {
+            cell.store(v, Ordering::Relaxed);
+        }
+    }
+
+    pub fn reset(&self) {
+        self.seen.store(0, Ordering::Relaxed);
+    }
+
+    /// The `q` quantiles of the sample, each rounded as Java's `Math.round` rounds Dropwizard's
+    /// `UniformSnapshot.getValue(q)` (linear interpolation at q·(n+1)); 0 for an empty sample.
+    pub fn quantiles(&self, qs: &[f64]) -> Vec<i64> {
+        let n = (self.seen.load(Ordering::Relaxed) as usize).min(RESERVOIR_SIZE);
+        let mut v: Vec<i64> = self.values[..n].iter().map(|c| c.load(Ordering::Relaxed)).collect();
+        v.sort_unstable();
+        qs.iter()
+            .map(|&q| {
+                if v.is_empty() {
+                    return 0;
+                }
+                let pos = q * (v.len() + 1) as f64;
+                let i = pos as usize;
+                let x = if i < 1 {
+                    v[0] as f64
+                } else if i >= v.len() {
+                    v[v.len() - 1] as f64
+                } else {
+                    let (lo, hi) = (v[i - 1] as f64, v[i] as f64);
+                    lo + (pos - pos.floor()) * (hi - lo)
+                };
+                (x + 0.5).floor() as i64
+            })
+            .collect()
+    }
+}
+
+/// min/avg/max plus percentiles: ZooKeeper's `AvgMinMaxPercentileCounter`.
+#[derive(Debug, Default)]
+pub struct Summary {
+    pub stats: MinAvgMax,
+    pub sample: Reservoir,
+}
+
+impl Summary {
+    pub fn add(&self, v: i64) {
+        self.stats.add(v);
+        self.sample.add(v);
+    }
+    pub fn reset(&self) {
+        self.stats.reset();
+        self.sample.reset();
+    }
+}
+
 /// Upper bounds, in seconds, of the request-latency histogram buckets.
 pub const LATENCY_BUCKETS: &[f64] = &[0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0];
 
@@ -335,8 +411,8 @@ pub struct ServerStats {
     pub outstanding: AtomicI64,
     pub auth_failed: AtomicU64,
     pub latency: MinAvgMax,
-    pub read_latency: MinAvgMax,
-    pub update_latency: MinAvgMax,
+    pub read_latency: Summary,
+    pub update_latency: Summary,
     /// fsync time of the transaction log, ms (ZooKeeper's `fsynctime`).
     pub fsync: MinAvgMax,
     pub fsync_hist: Histogram,
@@ -355,8 +431,8 @@ impl Default for ServerStats {
             outstanding: AtomicI64::new(0),
             auth_failed: AtomicU64::new(0),
             latency: MinAvgMax::default(),
-            read_latency: MinAvgMax::default(),
-            update_latency: MinAvgMax::default(),
+            read_latency: Summary::default(),
+            update_latency: Summary::default(),
             fsync: MinAvgMax::default(),
             fsync_hist: Histogram::default(),
             by_op: TIMED_OPS.iter().map(|op| (*op, Histogram::default())).collect(),
@@ -427,11 +503,16 @@ impl ServerStats {
         }
     }
 
-    /// `srst`: packets and latency figures back to zero.
+    /// `srst`: packets, failed auths and every latency summary back to zero, as ZooKeeper's
+    /// `ServerStats.reset` (which also resets all of `ServerMetrics`: `fsynctime`, `readlatency`…).
     pub fn reset(&self) {
         self.packets_received.store(0, Ordering::Relaxed);
         self.packets_sent.store(0, Ordering::Relaxed);
+        self.auth_failed.store(0, Ordering::Relaxed);
         self.latency.reset();
+        self.read_latency.reset();
+        self.update_latency.reset();
+        self.fsync.reset();
     }
 
     /// `crst`: every connection's figures back to zero.
@@ -450,6 +531,37 @@ impl ServerStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reservoir_quantiles_interpolate_like_dropwizard() {
+        let r = Reservoir::default();
+        assert_eq!(r.quantiles(&[0.5, 0.99]), [0, 0]);
+        for v in (1..=100).rev() {
+            r.add(v);
+        }
+        // q·(n+1) = 50.5 lies between the 50th and 51st values; Math.round(50.5) = 51.
+        assert_eq!(r.quantiles(&[0.5, 0.95, 0.99, 0.999]), [51, 96, 100, 100]);
+        for v in 0..10_000 {
+            r.add(v % 7);
+        }
+        let q = r.quantiles(&[0.5, 0.999]);
+        assert!(q[1] <= 100 && q[0] <= 6, "{q:?}");
+        r.reset();
+        assert_eq!(r.quantiles(&[0.5]), [0]);
+    }
+
+    #[test]
+    fn srst_resets_every_summary() {
+        let s = ServerStats::default();
+        s.read_latency.add(3);
+        s.update_latency.add(5);
+        s.fsync.add(2);
+        s.auth_failed.store(1, Ordering::Relaxed);
+        s.reset();
+        assert_eq!(s.read_latency.stats.count() + s.update_latency.stats.count() + s.fsync.count(), 0);
+        assert_eq!(s.update_latency.sample.quantiles(&[0.99]), [0]);
+        assert_eq!(s.auth_failed.load(Ordering::Relaxed), 0);
+    }
 
     #[test]
     fn latency_moves_and_resets() {

@@ -82,7 +82,7 @@ pub fn get_children(
 fn child_names(tree: &DataTree, r: &Reader, path: &str) -> Result<Vec<std::sync::Arc<str>>, ErrorCode> {
     let id = readable(tree, path, r, perms::READ)?;
     let n = tree.node(id).ok_or(ErrorCode::NoNode)?;
-    Ok(n.children.keys().cloned().collect())
+    Ok(n.child_names().cloned().collect())
 }
 
 /// getACL needs READ or ADMIN; without ADMIN digest hashes are hidden.

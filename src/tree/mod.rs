@@ -18,6 +18,17 @@ use node::Slab;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
+/// Node data as the tree keeps it: its own allocation of exactly its length. Data decoded from a
+/// request frame (or a log or snapshot buffer) is a slice that would otherwise keep that whole
+/// buffer alive for as long as the node lives.
+fn own_data(d: Bytes) -> Bytes {
+    if d.is_empty() {
+        Bytes::new()
+    } else {
+        Bytes::copy_from_slice(&d)
+    }
+}
+
 /// A change the watch layer turns into notifications.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
@@ -140,25 +151,18 @@ impl DataTree {
             child_lists: ChildListCache::default(),
         };
         let acl = t.intern_acl(&Acl::open_unsafe());
-        let root = Znode {
-            parent: ROOT,
-            name: Arc::from(""),
-            data: Some(Bytes::new()),
-            acl,
-            stat: NodeStat::default(),
-            children: Children::default(),
-        };
+        let root = Znode::new(ROOT, Arc::from(""), Some(Bytes::new()), acl, NodeStat::default());
         t.nodes.insert(root);
         t
     }
 
     fn attach(&mut self, parent: NodeId, name: &str, data: Option<Bytes>, acl: Arc<[Acl]>, stat: NodeStat) -> NodeId {
         let name: Arc<str> = Arc::from(name);
+        let data = data.map(own_data);
         self.data_size += data.as_ref().map_or(0, |d| d.len() as u64);
-        let id =
-            self.nodes.insert(Znode { parent, name: name.clone(), data, acl, stat, children: Children::default() });
+        let id = self.nodes.insert(Znode::new(parent, name.clone(), data, acl, stat));
         if let Some(p) = self.nodes.get_mut(parent) {
-            p.children.insert(name, id);
+            p.add_child(name, id);
         }
         self.children_changed(parent);
         self.children_changed(id);
@@ -181,7 +185,7 @@ impl DataTree {
         if let Some(b) = c.lists.get(&id) {
             return Some(b.clone());
         }
-        let encoded = crate::proto::encode_children(n.children.keys().map(|k| &**k));
+        let encoded = crate::proto::encode_children(n.child_names().map(|k| &**k));
         if encoded.len() <= CHILD_LIST_MAX {
             if c.bytes + encoded.len() > CHILD_LISTS_TOTAL {
                 c.lists.clear();
@@ -224,7 +228,7 @@ impl DataTree {
                 root.data = data;
                 root.acl = acl;
                 root.stat = stat;
-                root.children.reserve(children);
+                root.reserve_children(children);
             }
             self.children_changed(ROOT);
             return true;
@@ -232,7 +236,7 @@ impl DataTree {
         let Some(parent) = self.lookup(path::parent(path)) else { return false };
         let id = self.attach(parent, path::name(path), data, acl, stat);
         if let Some(n) = self.nodes.get_mut(id) {
-            n.children.reserve(children);
+            n.reserve_children(children);
         }
         self.children_changed(id);
         self.index(id, stat.ephemeral_owner);
@@ -255,14 +259,26 @@ impl DataTree {
     }
 
     /// Visits every node, parents before children (the order snapshots are written in).
+    ///
+    /// Depth first with one path buffer: the stack holds only ids and the length of the parent's
+    /// path, so a directory of a million children costs 8 bytes per child while it is walked,
+    /// not a million full path strings at once.
     pub fn visit(&self, mut f: impl FnMut(&str, &Znode)) {
-        let mut stack = vec![(ROOT, "/".to_owned())];
-        while let Some((id, p)) = stack.pop() {
+        let mut path = String::new();
+        // (node, length of its parent's path in `path`; the root's children join onto "").
+        let mut stack: Vec<(NodeId, usize)> = vec![(ROOT, 0)];
+        while let Some((id, parent_len)) = stack.pop() {
             let Some(n) = self.nodes.get(id) else { continue };
-            f(&p, n);
-            for (name, child) in &n.children {
-                stack.push((*child, path::join(&p, name)));
+            path.truncate(parent_len);
+            if id == ROOT {
+                f("/", n);
+            } else {
+                path.push('/');
+                path.push_str(&n.name);
+                f(&path, n);
             }
+            let len = if id == ROOT { 0 } else { path.len() };
+            stack.extend(n.child_ids().map(|c| (c, len)));
         }
     }
 
@@ -275,7 +291,7 @@ impl DataTree {
         let rest = path.strip_prefix('/')?;
         let mut id = ROOT;
         for comp in rest.split('/') {
-            id = *self.nodes.get(id)?.children.get(comp)?;
+            id = self.nodes.get(id)?.child(comp)?;
         }
         Some(id)
     }
@@ -323,8 +339,8 @@ impl DataTree {
         let mut stack = vec![id];
         while let Some(cur) = stack.pop() {
             if let Some(n) = self.nodes.get(cur) {
-                count += n.children.len() as i32;
-                stack.extend(n.children.values().copied());
+                count += n.child_count() as i32;
+                stack.extend(n.child_ids());
             }
         }
         count
@@ -349,7 +365,7 @@ impl DataTree {
             .containers
             .iter()
             .filter_map(|id| self.nodes.get(*id).map(|n| (id, n)))
-            .filter(|(_, n)| n.children.is_empty() && n.stat.cversion > 0)
+            .filter(|(_, n)| !n.has_children() && n.stat.cversion > 0)
             .map(|(id, _)| self.path_of(*id))
             .collect();
         out.sort();
@@ -364,7 +380,7 @@ impl DataTree {
             .filter_map(|id| self.nodes.get(*id).map(|n| (id, n)))
             .filter(|(_, n)| {
                 let ttl = owner::ttl_of(n.stat.ephemeral_owner).unwrap_or(0);
-                n.children.is_empty() && ttl != 0 && now - n.stat.mtime > ttl
+                !n.has_children() && ttl != 0 && now - n.stat.mtime > ttl
             })
             .map(|(id, _)| self.path_of(*id))
             .collect();
@@ -419,7 +435,7 @@ impl DataTree {
                     return OpOutcome::Error(crate::proto::ErrorCode::NoNode);
                 };
                 let old = n.data_len() as u64;
-                n.data = data.clone();
+                n.data = data.clone().map(own_data);
                 n.stat.version = *version;
                 n.stat.mzxid = txn.zxid;
                 n.stat.mtime = txn.time;
@@ -469,7 +485,7 @@ impl DataTree {
     ) -> Option<Stat> {
         let parent = self.lookup(path::parent(path))?;
         let name = path::name(path);
-        if self.nodes.get(parent)?.children.contains_key(name) {
+        if self.nodes.get(parent)?.child(name).is_some() {
             // Only on replay over a fuzzy (ZooKeeper) snapshot: ZooKeeper's FileTxnSnapLog
             // still moves the parent's cversion and pzxid forward (setCversionPzxid).
             if let Some(p) = self.nodes.get_mut(parent) {
@@ -535,7 +551,7 @@ impl DataTree {
         };
         self.data_size -= node.data_len() as u64;
         if let Some(p) = self.nodes.get_mut(node.parent) {
-            p.children.remove(&node.name);
+            p.remove_child(&node.name);
             if zxid > p.stat.pzxid {
                 p.stat.pzxid = zxid;
             }
@@ -595,7 +611,7 @@ mod tests {
         let dirs = ["/", "/a", "/b", "/a/c", "/a/n1", "/b/n2"];
         let check = |t: &DataTree, path: &str| {
             let Some(id) = t.lookup(path) else { return };
-            let fresh = crate::proto::encode_children(t.node(id).unwrap().children.keys().map(|k| &**k));
+            let fresh = crate::proto::encode_children(t.node(id).unwrap().child_names().map(|k| &**k));
             assert_eq!(t.encoded_children(id).unwrap(), fresh, "child list of {path}");
         };
         let mut cached = 0;
@@ -604,7 +620,7 @@ mod tests {
             let path = format!("{}/n{}", dir, next() % 40);
             match t.get(&path) {
                 None if t.get(dir).is_some() => apply(&mut t, create(&path)),
-                Some(n) if n.children.is_empty() => apply(&mut t, TxnOp::Delete { path }),
+                Some(n) if !n.has_children() => apply(&mut t, TxnOp::Delete { path }),
                 _ => {}
             }
             for d in dirs {

@@ -37,10 +37,59 @@ pub struct Znode {
     pub data: Option<Bytes>,
     pub acl: Arc<[Acl]>,
     pub stat: NodeStat,
-    pub children: Children,
+    /// `None` for a leaf: most znodes (every provider URL) never get a child, and an empty map
+    /// with its hasher state is 64 bytes against 8 for the `None`.
+    children: Option<Box<Children>>,
 }
 
 impl Znode {
+    pub fn new(parent: NodeId, name: Arc<str>, data: Option<Bytes>, acl: Arc<[Acl]>, stat: NodeStat) -> Znode {
+        Znode { parent, name, data, acl, stat, children: None }
+    }
+
+    pub fn child_count(&self) -> usize {
+        self.children.as_ref().map_or(0, |c| c.len())
+    }
+
+    pub fn has_children(&self) -> bool {
+        self.child_count() > 0
+    }
+
+    /// The child names, in the child map's order (what getChildren sends).
+    pub fn child_names(&self) -> ChildNames<'_> {
+        ChildNames(self.children.as_ref().map(|c| c.keys()))
+    }
+
+    pub fn child_ids(&self) -> impl Iterator<Item = NodeId> + '_ {
+        self.children.iter().flat_map(|c| c.values().copied())
+    }
+
+    pub fn child(&self, name: &str) -> Option<NodeId> {
+        self.children.as_ref()?.get(name).copied()
+    }
+
+    pub(super) fn add_child(&mut self, name: Arc<str>, id: NodeId) {
+        self.children.get_or_insert_with(Default::default).insert(name, id);
+    }
+
+    /// Removes a child; the map goes when the last child does (a directory emptied by churn
+    /// holds nothing, as a leaf).
+    pub(super) fn remove_child(&mut self, name: &str) {
+        if let Some(c) = self.children.as_mut() {
+            c.remove(name);
+            if c.is_empty() {
+                self.children = None;
+            }
+        }
+    }
+
+    /// Room for `n` more children (a snapshot records each node's child count).
+    pub(super) fn reserve_children(&mut self, n: usize) {
+        if n > 0 {
+            self.children.get_or_insert_with(Default::default).reserve(n);
+        }
+    }
+
     pub fn data_len(&self) -> i32 {
         self.data.as_ref().map_or(0, |d| d.len() as i32)
     }
@@ -48,7 +97,7 @@ impl Znode {
     /// The Stat clients see, computed as ZooKeeper's `DataNode.copyStat` does.
     pub fn wire_stat(&self) -> Stat {
         let s = &self.stat;
-        let num_children = self.children.len() as i32;
+        let num_children = self.child_count() as i32;
         Stat {
             czxid: s.czxid,
             mzxid: s.mzxid,
@@ -67,6 +116,23 @@ impl Znode {
         }
     }
 }
+
+/// A node's child names; nothing for a leaf. Sized, as the list encoder writes the count first.
+pub struct ChildNames<'a>(Option<std::collections::hash_map::Keys<'a, Arc<str>, NodeId>>);
+
+impl<'a> Iterator for ChildNames<'a> {
+    type Item = &'a Arc<str>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.as_mut()?.next()
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.0.as_ref().map_or((0, Some(0)), |k| k.size_hint())
+    }
+}
+
+impl ExactSizeIterator for ChildNames<'_> {}
 
 /// Slab of znodes with a free list; ids are reused after delete.
 #[derive(Debug, Default, Clone)]

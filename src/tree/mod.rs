@@ -9,7 +9,7 @@ mod node;
 pub mod path;
 pub mod prep;
 
-pub use node::{Children, NodeId, NodeStat, Znode};
+pub use node::{ChildNames, Children, NodeId, NodeStat, Znode};
 
 use crate::proto::{Acl, Stat};
 use crate::txn::{owner, SessionId, Txn, TxnOp, Zxid};
@@ -75,6 +75,8 @@ pub struct DataTree {
     last_zxid: Zxid,
     data_size: u64,
     child_lists: ChildListCache,
+    /// Hashes child names for every node's child table (a copy hashes the same way).
+    hasher: ahash::RandomState,
 }
 
 /// Lists longer than this (encoded) are not kept: one huge directory must not double its memory.
@@ -149,6 +151,7 @@ impl DataTree {
             last_zxid: 0,
             data_size: 0,
             child_lists: ChildListCache::default(),
+            hasher: ahash::RandomState::new(),
         };
         let acl = t.intern_acl(&Acl::open_unsafe());
         let root = Znode::new(ROOT, Arc::from(""), Some(Bytes::new()), acl, NodeStat::default());
@@ -157,13 +160,10 @@ impl DataTree {
     }
 
     fn attach(&mut self, parent: NodeId, name: &str, data: Option<Bytes>, acl: Arc<[Acl]>, stat: NodeStat) -> NodeId {
-        let name: Arc<str> = Arc::from(name);
         let data = data.map(own_data);
         self.data_size += data.as_ref().map_or(0, |d| d.len() as u64);
-        let id = self.nodes.insert(Znode::new(parent, name.clone(), data, acl, stat));
-        if let Some(p) = self.nodes.get_mut(parent) {
-            p.add_child(name, id);
-        }
+        let id = self.nodes.insert(Znode::new(parent, Arc::from(name), data, acl, stat));
+        self.nodes.add_child(parent, id, &self.hasher);
         self.children_changed(parent);
         self.children_changed(id);
         id
@@ -185,7 +185,7 @@ impl DataTree {
         if let Some(b) = c.lists.get(&id) {
             return Some(b.clone());
         }
-        let encoded = crate::proto::encode_children(n.child_names().map(|k| &**k));
+        let encoded = crate::proto::encode_children(self.nodes.child_names(n));
         if encoded.len() <= CHILD_LIST_MAX {
             if c.bytes + encoded.len() > CHILD_LISTS_TOTAL {
                 c.lists.clear();
@@ -228,16 +228,14 @@ impl DataTree {
                 root.data = data;
                 root.acl = acl;
                 root.stat = stat;
-                root.reserve_children(children);
             }
+            self.nodes.reserve_children(ROOT, children, &self.hasher);
             self.children_changed(ROOT);
             return true;
         }
         let Some(parent) = self.lookup(path::parent(path)) else { return false };
         let id = self.attach(parent, path::name(path), data, acl, stat);
-        if let Some(n) = self.nodes.get_mut(id) {
-            n.reserve_children(children);
-        }
+        self.nodes.reserve_children(id, children, &self.hasher);
         self.children_changed(id);
         self.index(id, stat.ephemeral_owner);
         true
@@ -291,9 +289,17 @@ impl DataTree {
         let rest = path.strip_prefix('/')?;
         let mut id = ROOT;
         for comp in rest.split('/') {
-            id = self.nodes.get(id)?.child(comp)?;
+            id = self.nodes.child(self.nodes.get(id)?, self.hasher.hash_one(comp), comp)?;
         }
         Some(id)
+    }
+
+    /// A node's child names in its child table's order (nothing if there is no such node).
+    pub fn child_names(&self, id: NodeId) -> ChildNames<'_> {
+        match self.nodes.get(id) {
+            Some(n) => self.nodes.child_names(n),
+            None => self.nodes.child_names_none(),
+        }
     }
 
     pub fn node(&self, id: NodeId) -> Option<&Znode> {
@@ -310,7 +316,7 @@ impl DataTree {
         let mut cur = id;
         while cur != ROOT {
             let Some(n) = self.nodes.get(cur) else { break };
-            names.push(n.name.clone());
+            names.push(&*n.name);
             cur = n.parent;
         }
         if names.is_empty() {
@@ -485,7 +491,7 @@ impl DataTree {
     ) -> Option<Stat> {
         let parent = self.lookup(path::parent(path))?;
         let name = path::name(path);
-        if self.nodes.get(parent)?.child(name).is_some() {
+        if self.nodes.child(self.nodes.get(parent)?, self.hasher.hash_one(name), name).is_some() {
             // Only on replay over a fuzzy (ZooKeeper) snapshot: ZooKeeper's FileTxnSnapLog
             // still moves the parent's cversion and pzxid forward (setCversionPzxid).
             if let Some(p) = self.nodes.get_mut(parent) {
@@ -550,8 +556,8 @@ impl DataTree {
             return;
         };
         self.data_size -= node.data_len() as u64;
+        self.nodes.remove_child(node.parent, id, self.hasher.hash_one(&*node.name));
         if let Some(p) = self.nodes.get_mut(node.parent) {
-            p.remove_child(&node.name);
             if zxid > p.stat.pzxid {
                 p.stat.pzxid = zxid;
             }
@@ -611,7 +617,7 @@ mod tests {
         let dirs = ["/", "/a", "/b", "/a/c", "/a/n1", "/b/n2"];
         let check = |t: &DataTree, path: &str| {
             let Some(id) = t.lookup(path) else { return };
-            let fresh = crate::proto::encode_children(t.node(id).unwrap().child_names().map(|k| &**k));
+            let fresh = crate::proto::encode_children(t.child_names(id));
             assert_eq!(t.encoded_children(id).unwrap(), fresh, "child list of {path}");
         };
         let mut cached = 0;

@@ -234,6 +234,12 @@ impl DataTree {
             return true;
         }
         let Some(parent) = self.lookup(path::parent(path)) else { return false };
+        // A path listed twice: the later entry wins, as a map insert did (child tables allow
+        // duplicates, so the earlier one is unlinked first).
+        if let Some(old) = self.lookup(path) {
+            let hash = self.hasher.hash_one(path::name(path));
+            self.nodes.remove_child(parent, old, hash);
+        }
         let id = self.attach(parent, path::name(path), data, acl, stat);
         self.nodes.reserve_children(id, children, &self.hasher);
         self.children_changed(id);

@@ -592,6 +592,36 @@ impl DataTree {
 mod tests {
     use super::*;
 
+    /// Stored data does not point into the buffer it was decoded from (a 1 MiB frame must not
+    /// stay alive for a 3-byte node), on create and on setData.
+    #[test]
+    fn node_data_is_copied_out_of_its_frame() {
+        let frame = Bytes::from(vec![7u8; 1 << 20]);
+        let inside = |d: &Bytes| {
+            let (lo, hi) = (frame.as_ptr() as usize, frame.as_ptr() as usize + frame.len());
+            (lo..hi).contains(&(d.as_ptr() as usize))
+        };
+        let mut t = DataTree::new();
+        let mut changes = Vec::new();
+        let acl: Arc<[Acl]> = Arc::from(Acl::open_unsafe());
+        let create = TxnOp::Create {
+            path: "/n".to_owned(),
+            data: Some(frame.slice(10..13)),
+            acl,
+            ephemeral_owner: 0,
+            parent_cversion: 0,
+        };
+        t.apply(&Txn { zxid: 1, time: 0, session: 0, op: create }, &mut changes);
+        let d = t.get("/n").and_then(|n| n.data.clone()).unwrap();
+        assert_eq!(&d[..], &[7, 7, 7]);
+        assert!(!inside(&d));
+        let set = TxnOp::SetData { path: "/n".to_owned(), data: Some(frame.slice(20..22)), version: 1 };
+        t.apply(&Txn { zxid: 2, time: 0, session: 0, op: set }, &mut changes);
+        let d = t.get("/n").and_then(|n| n.data.clone()).unwrap();
+        assert_eq!(&d[..], &[7, 7]);
+        assert!(!inside(&d));
+    }
+
     /// The cached child list of every directory equals a fresh encoding of its children after
     /// any sequence of creates and deletes (deterministic pseudo-random sequence).
     #[test]

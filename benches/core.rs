@@ -277,7 +277,7 @@ fn tree(c: &mut Criterion) {
         });
         let dir = providers_dir(n / 2000);
         g.bench_with_input(BenchmarkId::new("getChildren of 1000 providers", n), &dir, |b, d| {
-            b.iter(|| black_box(t.t.get(d).map(|n| n.children.keys().cloned().collect::<Vec<_>>())))
+            b.iter(|| black_box(t.t.lookup(d).map(|id| t.t.child_names(id).map(Arc::<str>::from).collect::<Vec<_>>())))
         });
         // create and delete of a fresh provider, each timed alone; the tree keeps its size.
         let mut k = 0usize;

@@ -213,7 +213,10 @@ impl Model {
                     version: s.version,
                     creates: (s.cversion + s.num_children) / 2,
                     owner: s.ephemeral_owner,
-                    children: n.children.keys().map(|k| k.to_string()).collect(),
+                    children: tree
+                        .lookup(p)
+                        .map(|id| tree.child_names(id).map(str::to_owned).collect())
+                        .unwrap_or_default(),
                 },
             );
         });

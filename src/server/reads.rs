@@ -81,8 +81,8 @@ pub fn get_children(
 /// A child list as names (multiRead's sub-results).
 fn child_names(tree: &DataTree, r: &Reader, path: &str) -> Result<Vec<std::sync::Arc<str>>, ErrorCode> {
     let id = readable(tree, path, r, perms::READ)?;
-    let n = tree.node(id).ok_or(ErrorCode::NoNode)?;
-    Ok(n.children.keys().cloned().collect())
+    tree.node(id).ok_or(ErrorCode::NoNode)?;
+    Ok(tree.child_names(id).map(std::sync::Arc::from).collect())
 }
 
 /// getACL needs READ or ADMIN; without ADMIN digest hashes are hidden.

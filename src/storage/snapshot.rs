@@ -72,7 +72,7 @@ pub fn encode_to(tree: &DataTree, out: &mut impl Write) -> std::io::Result<()> {
             b.put_i32(v);
         }
         b.put_i64(s.ephemeral_owner);
-        b.put_u32(n.children.len() as u32);
+        b.put_u32(n.child_count() as u32);
         if b.len() >= CHUNK {
             if let Err(e) = flush(&mut b, &mut crc, out) {
                 failed = Some(e);

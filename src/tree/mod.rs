@@ -9,7 +9,7 @@ mod node;
 pub mod path;
 pub mod prep;
 
-pub use node::{Children, NodeId, NodeStat, Znode};
+pub use node::{ChildNames, Children, NodeId, NodeStat, Znode};
 
 use crate::proto::{Acl, Stat};
 use crate::txn::{owner, SessionId, Txn, TxnOp, Zxid};
@@ -17,6 +17,17 @@ use bytes::Bytes;
 use node::Slab;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
+
+/// Node data as the tree keeps it: its own allocation of exactly its length. Data decoded from a
+/// request frame (or a log or snapshot buffer) is a slice that would otherwise keep that whole
+/// buffer alive for as long as the node lives.
+fn own_data(d: Bytes) -> Bytes {
+    if d.is_empty() {
+        Bytes::new()
+    } else {
+        Bytes::copy_from_slice(&d)
+    }
+}
 
 /// A change the watch layer turns into notifications.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,6 +75,8 @@ pub struct DataTree {
     last_zxid: Zxid,
     data_size: u64,
     child_lists: ChildListCache,
+    /// Hashes child names for every node's child table (a copy hashes the same way).
+    hasher: ahash::RandomState,
 }
 
 /// Lists longer than this (encoded) are not kept: one huge directory must not double its memory.
@@ -138,28 +151,19 @@ impl DataTree {
             last_zxid: 0,
             data_size: 0,
             child_lists: ChildListCache::default(),
+            hasher: ahash::RandomState::new(),
         };
         let acl = t.intern_acl(&Acl::open_unsafe());
-        let root = Znode {
-            parent: ROOT,
-            name: Arc::from(""),
-            data: Some(Bytes::new()),
-            acl,
-            stat: NodeStat::default(),
-            children: Children::default(),
-        };
+        let root = Znode::new(ROOT, Arc::from(""), Some(Bytes::new()), acl, NodeStat::default());
         t.nodes.insert(root);
         t
     }
 
     fn attach(&mut self, parent: NodeId, name: &str, data: Option<Bytes>, acl: Arc<[Acl]>, stat: NodeStat) -> NodeId {
-        let name: Arc<str> = Arc::from(name);
+        let data = data.map(own_data);
         self.data_size += data.as_ref().map_or(0, |d| d.len() as u64);
-        let id =
-            self.nodes.insert(Znode { parent, name: name.clone(), data, acl, stat, children: Children::default() });
-        if let Some(p) = self.nodes.get_mut(parent) {
-            p.children.insert(name, id);
-        }
+        let id = self.nodes.insert(Znode::new(parent, Arc::from(name), data, acl, stat));
+        self.nodes.add_child(parent, id, &self.hasher);
         self.children_changed(parent);
         self.children_changed(id);
         id
@@ -181,7 +185,7 @@ impl DataTree {
         if let Some(b) = c.lists.get(&id) {
             return Some(b.clone());
         }
-        let encoded = crate::proto::encode_children(n.children.keys().map(|k| &**k));
+        let encoded = crate::proto::encode_children(self.nodes.child_names(n));
         if encoded.len() <= CHILD_LIST_MAX {
             if c.bytes + encoded.len() > CHILD_LISTS_TOTAL {
                 c.lists.clear();
@@ -224,16 +228,20 @@ impl DataTree {
                 root.data = data;
                 root.acl = acl;
                 root.stat = stat;
-                root.children.reserve(children);
             }
+            self.nodes.reserve_children(ROOT, children, &self.hasher);
             self.children_changed(ROOT);
             return true;
         }
         let Some(parent) = self.lookup(path::parent(path)) else { return false };
-        let id = self.attach(parent, path::name(path), data, acl, stat);
-        if let Some(n) = self.nodes.get_mut(id) {
-            n.children.reserve(children);
+        // A path listed twice: the later entry wins, as a map insert did (child tables allow
+        // duplicates, so the earlier one is unlinked first).
+        if let Some(old) = self.lookup(path) {
+            let hash = self.hasher.hash_one(path::name(path));
+            self.nodes.remove_child(parent, old, hash);
         }
+        let id = self.attach(parent, path::name(path), data, acl, stat);
+        self.nodes.reserve_children(id, children, &self.hasher);
         self.children_changed(id);
         self.index(id, stat.ephemeral_owner);
         true
@@ -255,14 +263,26 @@ impl DataTree {
     }
 
     /// Visits every node, parents before children (the order snapshots are written in).
+    ///
+    /// Depth first with one path buffer: the stack holds only ids and the length of the parent's
+    /// path, so a directory of a million children costs 8 bytes per child while it is walked,
+    /// not a million full path strings at once.
     pub fn visit(&self, mut f: impl FnMut(&str, &Znode)) {
-        let mut stack = vec![(ROOT, "/".to_owned())];
-        while let Some((id, p)) = stack.pop() {
+        let mut path = String::new();
+        // (node, length of its parent's path in `path`; the root's children join onto "").
+        let mut stack: Vec<(NodeId, usize)> = vec![(ROOT, 0)];
+        while let Some((id, parent_len)) = stack.pop() {
             let Some(n) = self.nodes.get(id) else { continue };
-            f(&p, n);
-            for (name, child) in &n.children {
-                stack.push((*child, path::join(&p, name)));
+            path.truncate(parent_len);
+            if id == ROOT {
+                f("/", n);
+            } else {
+                path.push('/');
+                path.push_str(&n.name);
+                f(&path, n);
             }
+            let len = if id == ROOT { 0 } else { path.len() };
+            stack.extend(n.child_ids().map(|c| (c, len)));
         }
     }
 
@@ -275,9 +295,17 @@ impl DataTree {
         let rest = path.strip_prefix('/')?;
         let mut id = ROOT;
         for comp in rest.split('/') {
-            id = *self.nodes.get(id)?.children.get(comp)?;
+            id = self.nodes.child(self.nodes.get(id)?, self.hasher.hash_one(comp), comp)?;
         }
         Some(id)
+    }
+
+    /// A node's child names in its child table's order (nothing if there is no such node).
+    pub fn child_names(&self, id: NodeId) -> ChildNames<'_> {
+        match self.nodes.get(id) {
+            Some(n) => self.nodes.child_names(n),
+            None => self.nodes.child_names_none(),
+        }
     }
 
     pub fn node(&self, id: NodeId) -> Option<&Znode> {
@@ -294,7 +322,7 @@ impl DataTree {
         let mut cur = id;
         while cur != ROOT {
             let Some(n) = self.nodes.get(cur) else { break };
-            names.push(n.name.clone());
+            names.push(&*n.name);
             cur = n.parent;
         }
         if names.is_empty() {
@@ -323,8 +351,8 @@ impl DataTree {
         let mut stack = vec![id];
         while let Some(cur) = stack.pop() {
             if let Some(n) = self.nodes.get(cur) {
-                count += n.children.len() as i32;
-                stack.extend(n.children.values().copied());
+                count += n.child_count() as i32;
+                stack.extend(n.child_ids());
             }
         }
         count
@@ -349,7 +377,7 @@ impl DataTree {
             .containers
             .iter()
             .filter_map(|id| self.nodes.get(*id).map(|n| (id, n)))
-            .filter(|(_, n)| n.children.is_empty() && n.stat.cversion > 0)
+            .filter(|(_, n)| !n.has_children() && n.stat.cversion > 0)
             .map(|(id, _)| self.path_of(*id))
             .collect();
         out.sort();
@@ -364,7 +392,7 @@ impl DataTree {
             .filter_map(|id| self.nodes.get(*id).map(|n| (id, n)))
             .filter(|(_, n)| {
                 let ttl = owner::ttl_of(n.stat.ephemeral_owner).unwrap_or(0);
-                n.children.is_empty() && ttl != 0 && now - n.stat.mtime > ttl
+                !n.has_children() && ttl != 0 && now - n.stat.mtime > ttl
             })
             .map(|(id, _)| self.path_of(*id))
             .collect();
@@ -419,7 +447,7 @@ impl DataTree {
                     return OpOutcome::Error(crate::proto::ErrorCode::NoNode);
                 };
                 let old = n.data_len() as u64;
-                n.data = data.clone();
+                n.data = data.clone().map(own_data);
                 n.stat.version = *version;
                 n.stat.mzxid = txn.zxid;
                 n.stat.mtime = txn.time;
@@ -469,7 +497,7 @@ impl DataTree {
     ) -> Option<Stat> {
         let parent = self.lookup(path::parent(path))?;
         let name = path::name(path);
-        if self.nodes.get(parent)?.children.contains_key(name) {
+        if self.nodes.child(self.nodes.get(parent)?, self.hasher.hash_one(name), name).is_some() {
             // Only on replay over a fuzzy (ZooKeeper) snapshot: ZooKeeper's FileTxnSnapLog
             // still moves the parent's cversion and pzxid forward (setCversionPzxid).
             if let Some(p) = self.nodes.get_mut(parent) {
@@ -534,8 +562,8 @@ impl DataTree {
             return;
         };
         self.data_size -= node.data_len() as u64;
+        self.nodes.remove_child(node.parent, id, self.hasher.hash_one(&*node.name));
         if let Some(p) = self.nodes.get_mut(node.parent) {
-            p.children.remove(&node.name);
             if zxid > p.stat.pzxid {
                 p.stat.pzxid = zxid;
             }
@@ -563,6 +591,36 @@ impl DataTree {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Stored data does not point into the buffer it was decoded from (a 1 MiB frame must not
+    /// stay alive for a 3-byte node), on create and on setData.
+    #[test]
+    fn node_data_is_copied_out_of_its_frame() {
+        let frame = Bytes::from(vec![7u8; 1 << 20]);
+        let inside = |d: &Bytes| {
+            let (lo, hi) = (frame.as_ptr() as usize, frame.as_ptr() as usize + frame.len());
+            (lo..hi).contains(&(d.as_ptr() as usize))
+        };
+        let mut t = DataTree::new();
+        let mut changes = Vec::new();
+        let acl: Arc<[Acl]> = Arc::from(Acl::open_unsafe());
+        let create = TxnOp::Create {
+            path: "/n".to_owned(),
+            data: Some(frame.slice(10..13)),
+            acl,
+            ephemeral_owner: 0,
+            parent_cversion: 0,
+        };
+        t.apply(&Txn { zxid: 1, time: 0, session: 0, op: create }, &mut changes);
+        let d = t.get("/n").and_then(|n| n.data.clone()).unwrap();
+        assert_eq!(&d[..], &[7, 7, 7]);
+        assert!(!inside(&d));
+        let set = TxnOp::SetData { path: "/n".to_owned(), data: Some(frame.slice(20..22)), version: 1 };
+        t.apply(&Txn { zxid: 2, time: 0, session: 0, op: set }, &mut changes);
+        let d = t.get("/n").and_then(|n| n.data.clone()).unwrap();
+        assert_eq!(&d[..], &[7, 7]);
+        assert!(!inside(&d));
+    }
 
     /// The cached child list of every directory equals a fresh encoding of its children after
     /// any sequence of creates and deletes (deterministic pseudo-random sequence).
@@ -595,7 +653,7 @@ mod tests {
         let dirs = ["/", "/a", "/b", "/a/c", "/a/n1", "/b/n2"];
         let check = |t: &DataTree, path: &str| {
             let Some(id) = t.lookup(path) else { return };
-            let fresh = crate::proto::encode_children(t.node(id).unwrap().children.keys().map(|k| &**k));
+            let fresh = crate::proto::encode_children(t.child_names(id));
             assert_eq!(t.encoded_children(id).unwrap(), fresh, "child list of {path}");
         };
         let mut cached = 0;
@@ -604,7 +662,7 @@ mod tests {
             let path = format!("{}/n{}", dir, next() % 40);
             match t.get(&path) {
                 None if t.get(dir).is_some() => apply(&mut t, create(&path)),
-                Some(n) if n.children.is_empty() => apply(&mut t, TxnOp::Delete { path }),
+                Some(n) if !n.has_children() => apply(&mut t, TxnOp::Delete { path }),
                 _ => {}
             }
             for d in dirs {

@@ -1,19 +1,20 @@
 //! Znode storage: a slab of nodes addressed by `NodeId`, each child name stored once.
 //!
-//! A node keeps its name (shared with the parent's child map through one `Arc<str>`) and its
-//! parent's id; full paths are derived on demand, never stored per node.
+//! A node keeps its name and its parent's id; the parent's child table holds only child ids
+//! (looked up by hashing the name and comparing with the child's own name), so each name is
+//! stored once. Full paths are derived on demand, never stored per node.
 
 use crate::proto::{Acl, Stat};
 use crate::txn::Zxid;
 use bytes::Bytes;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 pub type NodeId = u32;
 
-/// A node's children by name. aHash instead of SipHash: provider names are 300–1500 bytes and
-/// SipHash dominated recovery profiles; aHash is keyed per process, so it stays flood-resistant.
-pub type Children = HashMap<Arc<str>, NodeId, ahash::RandomState>;
+/// A node's children: their ids, hashed by name with the tree's aHash state (keyed per process,
+/// so flood-resistant; SipHash over 300–1500-byte provider names dominated recovery profiles).
+/// 5 bytes per slot instead of a 16-byte name pointer plus the id.
+pub type Children = hashbrown::HashTable<NodeId>;
 
 /// A znode's metadata without the two derived fields (dataLength, numChildren).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -32,15 +33,34 @@ pub struct NodeStat {
 #[derive(Debug, Clone)]
 pub struct Znode {
     pub parent: NodeId,
+    /// Shared, not owned: the snapshot copy of the tree then costs a pointer per name, not the name.
     pub name: Arc<str>,
     /// `None` is jute null (zkCli's `create /a` without data), distinct from empty.
     pub data: Option<Bytes>,
     pub acl: Arc<[Acl]>,
     pub stat: NodeStat,
-    pub children: Children,
+    /// `None` for a leaf: most znodes (every provider URL) never get a child, and an empty map
+    /// with its hasher state is 64 bytes against 8 for the `None`.
+    children: Option<Box<Children>>,
 }
 
 impl Znode {
+    pub fn new(parent: NodeId, name: Arc<str>, data: Option<Bytes>, acl: Arc<[Acl]>, stat: NodeStat) -> Znode {
+        Znode { parent, name, data, acl, stat, children: None }
+    }
+
+    pub fn child_count(&self) -> usize {
+        self.children.as_ref().map_or(0, |c| c.len())
+    }
+
+    pub fn has_children(&self) -> bool {
+        self.child_count() > 0
+    }
+
+    pub fn child_ids(&self) -> impl Iterator<Item = NodeId> + '_ {
+        self.children.iter().flat_map(|c| c.iter().copied())
+    }
+
     pub fn data_len(&self) -> i32 {
         self.data.as_ref().map_or(0, |d| d.len() as i32)
     }
@@ -48,7 +68,7 @@ impl Znode {
     /// The Stat clients see, computed as ZooKeeper's `DataNode.copyStat` does.
     pub fn wire_stat(&self) -> Stat {
         let s = &self.stat;
-        let num_children = self.children.len() as i32;
+        let num_children = self.child_count() as i32;
         Stat {
             czxid: s.czxid,
             mzxid: s.mzxid,
@@ -67,6 +87,28 @@ impl Znode {
         }
     }
 }
+
+/// A node's child names in its child table's order (what getChildren sends); nothing for a leaf.
+/// Sized, as the list encoder writes the count first.
+pub struct ChildNames<'a> {
+    ids: Option<hashbrown::hash_table::Iter<'a, NodeId>>,
+    nodes: &'a Slab,
+}
+
+impl<'a> Iterator for ChildNames<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let id = *self.ids.as_mut()?.next()?;
+        Some(self.nodes.get(id).map_or("", |n| &n.name))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.ids.as_ref().map_or((0, Some(0)), |k| k.size_hint())
+    }
+}
+
+impl ExactSizeIterator for ChildNames<'_> {}
 
 /// Slab of znodes with a free list; ids are reused after delete.
 #[derive(Debug, Default, Clone)]
@@ -105,5 +147,55 @@ impl Slab {
 
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// The child of `parent` named `name`.
+    pub fn child(&self, parent: &Znode, hash: u64, name: &str) -> Option<NodeId> {
+        let c = parent.children.as_ref()?;
+        c.find(hash, |&id| self.get(id).is_some_and(|n| &*n.name == name)).copied()
+    }
+
+    pub fn child_names<'a>(&'a self, parent: &'a Znode) -> ChildNames<'a> {
+        ChildNames { ids: parent.children.as_ref().map(|c| c.iter()), nodes: self }
+    }
+
+    pub fn child_names_none(&self) -> ChildNames<'_> {
+        ChildNames { ids: None, nodes: self }
+    }
+
+    /// Adds `child` (already in the slab) to its parent's table.
+    pub fn add_child(&mut self, parent: NodeId, child: NodeId, hasher: &ahash::RandomState) {
+        let Some(mut c) = self.get_mut(parent).map(|p| p.children.take().unwrap_or_default()) else { return };
+        let rehash = |id: &NodeId| self.get(*id).map_or(0, |n| hasher.hash_one(&*n.name));
+        c.insert_unique(rehash(&child), child, rehash);
+        if let Some(p) = self.get_mut(parent) {
+            p.children = Some(c);
+        }
+    }
+
+    /// Removes `child` (still in the slab) from its parent's table; the table goes with the
+    /// last child, so a directory emptied by churn holds nothing, as a leaf.
+    pub fn remove_child(&mut self, parent: NodeId, child: NodeId, hash: u64) {
+        let Some(c) = self.get_mut(parent).and_then(|p| p.children.as_mut()) else { return };
+        if let Ok(e) = c.find_entry(hash, |&id| id == child) {
+            e.remove();
+        }
+        if c.is_empty() {
+            if let Some(p) = self.get_mut(parent) {
+                p.children = None;
+            }
+        }
+    }
+
+    /// Room for `n` more children of `parent` (a snapshot records each node's child count).
+    pub fn reserve_children(&mut self, parent: NodeId, n: usize, hasher: &ahash::RandomState) {
+        if n == 0 {
+            return;
+        }
+        let Some(mut c) = self.get_mut(parent).map(|p| p.children.take().unwrap_or_default()) else { return };
+        c.reserve(n, |id| self.get(*id).map_or(0, |n| hasher.hash_one(&*n.name)));
+        if let Some(p) = self.get_mut(parent) {
+            p.children = Some(c);
+        }
     }
 }

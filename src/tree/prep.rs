@@ -39,7 +39,7 @@ impl Pending<'_> {
             return r.clone();
         }
         let n = self.tree.get(key)?;
-        Some(Rec { stat: n.stat, child_count: n.children.len() as i32, acl: n.acl.clone() })
+        Some(Rec { stat: n.stat, child_count: n.child_count() as i32, acl: n.acl.clone() })
     }
 
     fn set(&mut self, p: &str, r: Option<Rec>) {
@@ -236,7 +236,7 @@ pub fn prepare_multi(tree: &DataTree, ctx: &PrepCtx, ops: &[MultiOp]) -> TxnOp {
 /// The delete a container/TTL sweep proposes, if the node is still eligible.
 pub fn prepare_reap(tree: &DataTree, p: &str) -> Option<TxnOp> {
     let n = tree.get(p)?;
-    if !n.children.is_empty() || owner::is_session(n.stat.ephemeral_owner) || n.stat.ephemeral_owner == 0 {
+    if n.has_children() || owner::is_session(n.stat.ephemeral_owner) || n.stat.ephemeral_owner == 0 {
         return None;
     }
     Some(TxnOp::Delete { path: p.to_owned() })

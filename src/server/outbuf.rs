@@ -143,10 +143,10 @@ mod tests {
         let stat = Stat { czxid: 7, mzxid: 9, num_children: 500, ..Default::default() };
         let h = |xid| ReplyHeader { xid, zxid: 42, err: 0 };
         let replies = vec![
-            (h(1), Response::Stat(stat.clone())),
-            (h(2), Response::EncodedChildren2 { children: children.clone(), stat: stat.clone() }),
+            (h(1), Response::Stat(stat)),
+            (h(2), Response::EncodedChildren2 { children: children.clone(), stat }),
             (h(3), Response::EncodedChildren(children.clone())),
-            (h(4), Response::EncodedChildren2 { children: small, stat: stat.clone() }),
+            (h(4), Response::EncodedChildren2 { children: small, stat }),
             (h(5), Response::EncodedChildren(children.clone())),
             (h(6), Response::Empty),
         ];

@@ -6,6 +6,7 @@ mod conn;
 pub mod core;
 pub mod four_letter;
 pub mod ops;
+mod outbuf;
 mod reads;
 pub mod stats;
 

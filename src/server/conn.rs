@@ -38,7 +38,6 @@ pub struct ConnCtx {
     pub cfg: Arc<Config>,
     pub core: mpsc::Sender<CoreMsg>,
     pub shutdown: CancellationToken,
-    pub stats: Arc<ServerStats>,
     pub ops: Arc<super::ops::Ops>,
     /// The highest zxid on disk, which a ping answered here carries.
     pub durable: super::committer::Durable,
@@ -54,9 +53,9 @@ where
     S: AsyncRead + AsyncWrite + Send + 'static,
 {
     let cs = Arc::new(ConnStats::new(ctx.peer));
-    ctx.stats.conns.insert(ctx.id, cs.clone());
+    ctx.ops.stats.conns.insert(ctx.id, cs.clone());
     serve_conn(stream, &ctx, &cs, tls_ids).await;
-    ctx.stats.conn_closed(ctx.id);
+    ctx.ops.stats.conn_closed(ctx.id);
 }
 
 async fn serve_conn<S>(stream: S, ctx: &ConnCtx, cs: &Arc<ConnStats>, tls_ids: Vec<Id>)
@@ -81,7 +80,7 @@ where
         }
     }
     if let Some(word) = four_letter::recognise(&first) {
-        ctx.stats.packet_received(cs, 4);
+        ctx.ops.stats.packet_received(cs, 4);
         four_letter::answer(word, wr, &ctx.ops).await;
         // Read what the client still sends (the word's newline) until it closes: closing a
         // socket with unread input sends a reset, which can destroy the answer in flight.
@@ -106,7 +105,7 @@ where
     frames.read_buffer_mut().extend_from_slice(&first);
     let connect = match tokio::time::timeout_at(deadline, frames.next()).await {
         Ok(Some(Ok(frame))) => match ConnectRequest::parse(&{
-            ctx.stats.packet_received(cs, frame.len() + 4);
+            ctx.ops.stats.packet_received(cs, frame.len() + 4);
             frame
         }) {
             Ok(req) => req,
@@ -133,7 +132,7 @@ where
     let pong_tx = tx.clone();
     let handle =
         ConnHandle { id, tx, cancel: cancel.clone(), peer: peer.ip(), tls_ids, last_heard: last_heard.clone() };
-    let writer = tokio::spawn(write_loop(rx, wr, permits.clone(), cancel.clone(), ctx.stats.clone(), cs.clone()));
+    let writer = tokio::spawn(write_loop(rx, wr, permits.clone(), cancel.clone(), ctx.ops.stats.clone(), cs.clone()));
     if ctx.core.send(CoreMsg::Connect { conn: handle, req: connect }).await.is_err() {
         return;
     }
@@ -154,7 +153,7 @@ where
             }
             Some(Ok(f)) => f,
         };
-        ctx.stats.packet_received(cs, frame.len() + 4);
+        ctx.ops.stats.packet_received(cs, frame.len() + 4);
         let msg = match Request::parse(&frame) {
             Ok(req) if req.op == OpCode::Ping && idle(&permits, ctx.cfg.max_outstanding_per_conn, cs) => {
                 // Nothing of this session is in flight, so answering here keeps replies in
@@ -164,7 +163,7 @@ where
                 if let Ok(p) = permits.try_acquire() {
                     p.forget();
                 }
-                ctx.stats.request_started(cs, OpCode::Ping);
+                ctx.ops.stats.request_started(cs, OpCode::Ping);
                 let header = ReplyHeader { xid: xid::PING, zxid: ctx.durable.load(Ordering::Acquire), err: 0 };
                 if pong_tx.send(Outbound::Reply(header, Response::Empty)).await.is_err() {
                     break;
@@ -174,7 +173,7 @@ where
             Ok(req) => CoreMsg::Request { conn: id, req },
             Err(RequestError::UnknownOp { xid, op }) => {
                 tracing::warn!(conn = id, %peer, op, "unknown op code: answering Unimplemented and closing");
-                ctx.stats.request_started(cs, OpCode::Error);
+                ctx.ops.stats.request_started(cs, OpCode::Error);
                 let _ = ctx.core.send(CoreMsg::UnknownOp { conn: id, xid }).await;
                 break;
             }
@@ -193,7 +192,7 @@ where
             Err(_) => break,
         }
         if let CoreMsg::Request { req, .. } = &msg {
-            ctx.stats.request_started(cs, req.op);
+            ctx.ops.stats.request_started(cs, req.op);
         }
         if ctx.core.send(msg).await.is_err() {
             break;

@@ -165,7 +165,6 @@ impl Server {
             cfg: cfg.clone(),
             core: core_tx.clone(),
             shutdown: shutdown.clone(),
-            stats,
             ops,
             durable,
         });
@@ -239,7 +238,6 @@ struct Accepting {
     cfg: Arc<Config>,
     core: mpsc::Sender<CoreMsg>,
     shutdown: CancellationToken,
-    stats: Arc<stats::ServerStats>,
     ops: Arc<ops::Ops>,
     /// The highest zxid on disk: the zxid a ping answered by its connection carries.
     durable: committer::Durable,
@@ -293,7 +291,6 @@ async fn accept_loop(listener: TcpListener, tls: Option<tokio_rustls::TlsAccepto
             cfg: cfg.clone(),
             core: shared.core.clone(),
             shutdown: shared.shutdown.clone(),
-            stats: shared.stats.clone(),
             ops: shared.ops.clone(),
             durable: shared.durable.clone(),
             handshake_deadline: tokio::time::Instant::now() + Duration::from_millis(cfg.handshake_timeout_ms),

@@ -7,6 +7,10 @@
 //! It never blocks on a connection: output goes to bounded per-connection queues with
 //! `try_send`, and a connection whose queue is full is closed.
 
+mod auth;
+mod sessions;
+mod watches;
+
 use super::committer::{Batch, CommitQueue, Delivery};
 use super::reads::{self, Reader};
 use crate::config::Config;
@@ -371,27 +375,6 @@ impl Core {
         (txn.zxid, outcome)
     }
 
-    /// ZooKeeper (ServerCnxn.process with the znode's ACL, 3.7+) drops a notification the
-    /// watcher's session may not READ: the watch is used up but nothing is sent. The ACL is the
-    /// node's (the parent's for a child event), or the deleted node's for NodeDeleted.
-    fn may_read(&self, f: &Fired) -> bool {
-        use crate::proto::EventType as E;
-        let deleted = || {
-            self.changes.iter().find_map(|c| match c {
-                Change::Deleted(p, acl) if *p == f.path => Some(acl.clone()),
-                _ => None,
-            })
-        };
-        let acl = match f.event {
-            E::NodeDeleted => deleted(),
-            // A node a multi created and deleted again is judged by the ACL it had.
-            _ => self.tree.get(&f.path).map(|n| n.acl.clone()).or_else(deleted),
-        };
-        let Some(acl) = acl else { return true };
-        let ids = self.conns.get(&f.watcher).and_then(|c| c.session).map_or(&[][..], |s| ids_of(&self.sessions, s));
-        acl::allows(&acl, crate::proto::perms::READ, ids)
-    }
-
     /// Queues a message for a connection. It leaves when the turn is committed: after the
     /// fsync of every txn the turn logged, so no client sees a change that is not durable.
     fn send(&mut self, conn: ConnId, msg: Outbound) {
@@ -424,67 +407,6 @@ impl Core {
                 }
             }
         }
-    }
-
-    fn connect(&mut self, conn: ConnHandle, req: ConnectRequest) {
-        let id = conn.id;
-        let peer = conn.peer;
-        let mut ids = vec![Id::new("ip", &peer.to_string())];
-        ids.extend(conn.tls_ids.iter().cloned());
-        self.conns.insert(id, Conn { handle: conn, session: None, sasl: None });
-        let last = self.tree.last_zxid();
-        if req.last_zxid_seen > last {
-            // ZooKeeper refuses a client that has seen a newer state, without a response.
-            tracing::warn!(conn = id, %peer, client_zxid = format!("0x{:x}", req.last_zxid_seen), our_zxid = format!("0x{last:x}"),
-                "refusing session: client has seen a zxid ahead of this server");
-            self.close_conn(id);
-            return;
-        }
-        let timeout =
-            req.timeout_ms.clamp(self.cfg.min_session_timeout_ms as i32, self.cfg.max_session_timeout_ms as i32);
-        let sid = if req.session_id == 0 {
-            let sid = self.next_session;
-            self.next_session += 1;
-            self.commit(sid, TxnOp::CreateSession { timeout_ms: timeout });
-            self.sessions.insert(sid, Session { timeout_ms: timeout, conn: Some(id), ids });
-            tracing::debug!(session = format!("0x{sid:x}"), timeout, "session created");
-            sid
-        } else {
-            let sid = req.session_id;
-            let zk_imported = self.tree.sessions().get(&sid).is_some_and(|s| s.zk_password);
-            let known = self.sessions.contains_key(&sid)
-                && (self.passwords.verify(sid, &req.password)
-                    || (zk_imported && req.password == crate::session::zookeeper_password(sid)));
-            if !known {
-                tracing::info!(session = format!("0x{sid:x}"), %peer, "re-attach refused: session expired, unknown or wrong password");
-                self.send(id, Outbound::Connected(ConnectResponse::expired()));
-                self.close_conn(id);
-                return;
-            }
-            let old = self.sessions.get(&sid).and_then(|s| s.conn);
-            if let Some(old) = old.filter(|o| *o != id) {
-                self.close_conn(old);
-            }
-            if let Some(s) = self.sessions.get_mut(&sid) {
-                s.conn = Some(id);
-                s.timeout_ms = timeout;
-                s.ids = ids;
-            }
-            tracing::debug!(session = format!("0x{sid:x}"), "session re-attached");
-            sid
-        };
-        self.expiry.touch(sid, self.now_ms(), timeout as u64);
-        if let Some(c) = self.conns.get_mut(&id) {
-            c.session = Some(sid);
-        }
-        let resp = ConnectResponse {
-            protocol_version: 0,
-            timeout_ms: timeout,
-            session_id: sid,
-            password: self.passwords.for_session(sid).to_vec(),
-            read_only: Some(false),
-        };
-        self.send(id, Outbound::Connected(resp));
     }
 
     fn reply(&mut self, conn: ConnId, xid: i32, result: Result<Response, ErrorCode>) {
@@ -639,187 +561,6 @@ impl Core {
             _ => Err(ErrorCode::SystemError),
         };
         self.reply(conn, xid, result);
-    }
-
-    /// Auth replies echo the request's xid (-4 from the Java client, a normal xid from others).
-    fn auth(&mut self, conn: ConnId, sid: SessionId, xid: i32, scheme: &str, auth: Option<&[u8]>) {
-        let text = auth.map(|a| String::from_utf8_lossy(a).into_owned()).unwrap_or_default();
-        let mut new_ids = Vec::new();
-        match scheme {
-            "digest" => {
-                if let Some(d) = acl::digest(&text) {
-                    if self.cfg.super_digest.as_deref() == Some(d.as_str()) {
-                        new_ids.push(Id::new("super", ""));
-                    }
-                    new_ids.push(Id::new("digest", &d));
-                }
-            }
-            "ip" => {
-                if let Some(c) = self.conns.get(&conn) {
-                    new_ids.push(Id::new("ip", &c.handle.peer.to_string()));
-                }
-            }
-            _ => {}
-        }
-        if new_ids.is_empty() {
-            tracing::info!(conn, scheme, "authentication failed");
-            self.stats.auth_failed.fetch_add(1, Ordering::Relaxed);
-            self.send(
-                conn,
-                Outbound::Reply(ReplyHeader { xid, zxid: 0, err: ErrorCode::AuthFailed.code() }, Response::Empty),
-            );
-            self.close_conn(conn);
-            return;
-        }
-        if let Some(s) = self.sessions.get_mut(&sid) {
-            for id in new_ids {
-                if !s.ids.contains(&id) {
-                    s.ids.push(id);
-                }
-            }
-        }
-        self.send(conn, Outbound::Reply(ReplyHeader { xid, zxid: 0, err: 0 }, Response::Empty));
-    }
-
-    /// One SASL token (`ZooKeeperServer.processSasl`). Replies carry zxid 0. A failed exchange
-    /// answers AUTHFAILED with a null token and closes the connection, as ZooKeeper does when
-    /// SASL is not required; the session stays until it expires.
-    fn sasl(&mut self, conn: ConnId, sid: SessionId, xid: i32, token: &[u8]) {
-        let ok = |t: Option<Vec<u8>>| {
-            Outbound::Reply(ReplyHeader { xid, zxid: 0, err: 0 }, Response::Sasl(t.map(Into::into)))
-        };
-        let Some(users) = self.cfg.sasl_users.as_ref() else {
-            // No SASL server configured: ZooKeeper answers with an empty (null) token.
-            self.send(conn, ok(None));
-            return;
-        };
-        let Some(c) = self.conns.get_mut(&conn) else { return };
-        let nonce: [u8; 30] = rand::random();
-        let step = c.sasl.get_or_insert_with(DigestServer::new).step(token, &users.0, &nonce);
-        match step {
-            Ok(step) => {
-                if let Some(user) = step.authorized {
-                    tracing::info!(conn, session = format!("0x{sid:x}"), user, "SASL DIGEST-MD5 authenticated");
-                    let mut new_ids = vec![Id::new("sasl", &user)];
-                    if self.cfg.sasl_super_user.as_deref() == Some(user.as_str()) {
-                        new_ids.push(Id::new("super", ""));
-                    }
-                    if let Some(s) = self.sessions.get_mut(&sid) {
-                        for id in new_ids {
-                            if !s.ids.contains(&id) {
-                                s.ids.push(id);
-                            }
-                        }
-                    }
-                }
-                self.send(conn, ok(Some(step.token)));
-            }
-            Err(e) => {
-                tracing::warn!(conn, session = format!("0x{sid:x}"), "SASL authentication failed: {e}");
-                let header = ReplyHeader { xid, zxid: 0, err: ErrorCode::AuthFailed.code() };
-                self.send(conn, Outbound::Reply(header, Response::Sasl(None)));
-                self.close_conn(conn);
-            }
-        }
-    }
-
-    /// `DataTree.setWatches`: catch up on what changed since `relative_zxid`, re-arm the rest.
-    fn set_watches(&mut self, conn: ConnId, sw: &crate::proto::SetWatches) {
-        use crate::proto::EventType as E;
-        let rel = sw.relative_zxid;
-        let mut events = Vec::new();
-        for p in &sw.data {
-            match self.tree.get(p) {
-                None => events.push((E::NodeDeleted, p)),
-                Some(n) if n.stat.mzxid > rel => events.push((E::NodeDataChanged, p)),
-                Some(_) => self.watches.add_data(p, conn),
-            }
-        }
-        for p in &sw.exist {
-            match self.tree.get(p) {
-                Some(_) => events.push((E::NodeCreated, p)),
-                None => self.watches.add_data(p, conn),
-            }
-        }
-        for p in &sw.child {
-            match self.tree.get(p) {
-                None => events.push((E::NodeDeleted, p)),
-                Some(n) if n.stat.pzxid > rel => events.push((E::NodeChildrenChanged, p)),
-                Some(_) => self.watches.add_child(p, conn),
-            }
-        }
-        for p in &sw.persistent {
-            self.watches.add_persistent(p, conn, false);
-        }
-        for p in &sw.persistent_recursive {
-            self.watches.add_persistent(p, conn, true);
-        }
-        for (t, p) in events {
-            let ev = WatcherEvent { event_type: t as i32, state: STATE_SYNC_CONNECTED, path: p.clone() };
-            self.send(conn, Outbound::Event(-1, ev));
-        }
-    }
-
-    /// Closes a session: a txn that deletes its ephemerals; its connection is told to go.
-    fn close_session(&mut self, sid: SessionId) {
-        if self.sessions.remove(&sid).is_none() {
-            return;
-        }
-        self.expiry.remove(sid);
-        tracing::debug!(session = format!("0x{sid:x}"), "session closed");
-        self.commit(sid, TxnOp::CloseSession);
-    }
-
-    /// Moves each session whose connection answered pings itself to the expiry bucket those
-    /// pings earned, so operator views (`dump`) show when it is really due.
-    fn catch_up_pings(&mut self) {
-        for (sid, s) in &self.sessions {
-            let Some(c) = s.conn.and_then(|c| self.conns.get(&c)) else { continue };
-            let heard = c.handle.last_heard.load(Ordering::Acquire);
-            if heard != 0 {
-                self.expiry.extend(*sid, heard, s.timeout_ms as u64);
-            }
-        }
-    }
-
-    /// True if the session's connection answered a ping itself recently enough that the
-    /// session is not due yet; it is then re-queued at the time that ping makes it due.
-    fn heard_lately(&mut self, sid: SessionId, now: u64) -> bool {
-        let Some(s) = self.sessions.get(&sid) else { return false };
-        let Some(c) = s.conn.and_then(|c| self.conns.get(&c)) else { return false };
-        let heard = c.handle.last_heard.load(Ordering::Acquire);
-        let timeout = s.timeout_ms as u64;
-        if heard == 0 || !self.expiry.due_after(heard, timeout, now) {
-            return false;
-        }
-        self.expiry.touch(sid, heard, timeout);
-        true
-    }
-
-    fn tick(&mut self) {
-        let now = self.now_ms();
-        for sid in self.expiry.expired(now) {
-            if self.heard_lately(sid, now) {
-                continue;
-            }
-            tracing::info!(session = format!("0x{sid:x}"), "session expired");
-            let conn = self.sessions.get(&sid).and_then(|s| s.conn);
-            self.close_session(sid);
-            if let Some(c) = conn {
-                self.close_conn(c);
-            }
-        }
-        if now >= self.next_sweep_ms {
-            self.next_sweep_ms = now + self.cfg.container_check_interval_ms;
-            let mut victims = self.tree.container_candidates();
-            victims.extend(self.tree.expired_ttls(wall_ms()));
-            for p in victims {
-                if let Some(op) = prep::prepare_reap(&self.tree, &p) {
-                    tracing::debug!(path = %p, "reaping empty container or expired TTL node");
-                    self.commit(0, op);
-                }
-            }
-        }
     }
 }
 

@@ -1,0 +1,129 @@
+//! Sessions in the core: the handshake (new session or re-attach), closing, expiry by tick
+//! buckets, and the periodic sweep of empty containers and expired TTL nodes.
+
+use super::*;
+
+impl Core {
+    pub(super) fn connect(&mut self, conn: ConnHandle, req: ConnectRequest) {
+        let id = conn.id;
+        let peer = conn.peer;
+        let mut ids = vec![Id::new("ip", &peer.to_string())];
+        ids.extend(conn.tls_ids.iter().cloned());
+        self.conns.insert(id, Conn { handle: conn, session: None, sasl: None });
+        let last = self.tree.last_zxid();
+        if req.last_zxid_seen > last {
+            // ZooKeeper refuses a client that has seen a newer state, without a response.
+            tracing::warn!(conn = id, %peer, client_zxid = format!("0x{:x}", req.last_zxid_seen), our_zxid = format!("0x{last:x}"),
+                "refusing session: client has seen a zxid ahead of this server");
+            self.close_conn(id);
+            return;
+        }
+        let timeout =
+            req.timeout_ms.clamp(self.cfg.min_session_timeout_ms as i32, self.cfg.max_session_timeout_ms as i32);
+        let sid = if req.session_id == 0 {
+            let sid = self.next_session;
+            self.next_session += 1;
+            self.commit(sid, TxnOp::CreateSession { timeout_ms: timeout });
+            self.sessions.insert(sid, Session { timeout_ms: timeout, conn: Some(id), ids });
+            tracing::debug!(session = format!("0x{sid:x}"), timeout, "session created");
+            sid
+        } else {
+            let sid = req.session_id;
+            let zk_imported = self.tree.sessions().get(&sid).is_some_and(|s| s.zk_password);
+            let known = self.sessions.contains_key(&sid)
+                && (self.passwords.verify(sid, &req.password)
+                    || (zk_imported && req.password == crate::session::zookeeper_password(sid)));
+            if !known {
+                tracing::info!(session = format!("0x{sid:x}"), %peer, "re-attach refused: session expired, unknown or wrong password");
+                self.send(id, Outbound::Connected(ConnectResponse::expired()));
+                self.close_conn(id);
+                return;
+            }
+            let old = self.sessions.get(&sid).and_then(|s| s.conn);
+            if let Some(old) = old.filter(|o| *o != id) {
+                self.close_conn(old);
+            }
+            if let Some(s) = self.sessions.get_mut(&sid) {
+                s.conn = Some(id);
+                s.timeout_ms = timeout;
+                s.ids = ids;
+            }
+            tracing::debug!(session = format!("0x{sid:x}"), "session re-attached");
+            sid
+        };
+        self.expiry.touch(sid, self.now_ms(), timeout as u64);
+        if let Some(c) = self.conns.get_mut(&id) {
+            c.session = Some(sid);
+        }
+        let resp = ConnectResponse {
+            protocol_version: 0,
+            timeout_ms: timeout,
+            session_id: sid,
+            password: self.passwords.for_session(sid).to_vec(),
+            read_only: Some(false),
+        };
+        self.send(id, Outbound::Connected(resp));
+    }
+
+    /// Closes a session: a txn that deletes its ephemerals; its connection is told to go.
+    pub(super) fn close_session(&mut self, sid: SessionId) {
+        if self.sessions.remove(&sid).is_none() {
+            return;
+        }
+        self.expiry.remove(sid);
+        tracing::debug!(session = format!("0x{sid:x}"), "session closed");
+        self.commit(sid, TxnOp::CloseSession);
+    }
+
+    /// Moves each session whose connection answered pings itself to the expiry bucket those
+    /// pings earned, so operator views (`dump`) show when it is really due.
+    pub(super) fn catch_up_pings(&mut self) {
+        for (sid, s) in &self.sessions {
+            let Some(c) = s.conn.and_then(|c| self.conns.get(&c)) else { continue };
+            let heard = c.handle.last_heard.load(Ordering::Acquire);
+            if heard != 0 {
+                self.expiry.extend(*sid, heard, s.timeout_ms as u64);
+            }
+        }
+    }
+
+    /// True if the session's connection answered a ping itself recently enough that the
+    /// session is not due yet; it is then re-queued at the time that ping makes it due.
+    pub(super) fn heard_lately(&mut self, sid: SessionId, now: u64) -> bool {
+        let Some(s) = self.sessions.get(&sid) else { return false };
+        let Some(c) = s.conn.and_then(|c| self.conns.get(&c)) else { return false };
+        let heard = c.handle.last_heard.load(Ordering::Acquire);
+        let timeout = s.timeout_ms as u64;
+        if heard == 0 || !self.expiry.due_after(heard, timeout, now) {
+            return false;
+        }
+        self.expiry.touch(sid, heard, timeout);
+        true
+    }
+
+    pub(super) fn tick(&mut self) {
+        let now = self.now_ms();
+        for sid in self.expiry.expired(now) {
+            if self.heard_lately(sid, now) {
+                continue;
+            }
+            tracing::info!(session = format!("0x{sid:x}"), "session expired");
+            let conn = self.sessions.get(&sid).and_then(|s| s.conn);
+            self.close_session(sid);
+            if let Some(c) = conn {
+                self.close_conn(c);
+            }
+        }
+        if now >= self.next_sweep_ms {
+            self.next_sweep_ms = now + self.cfg.container_check_interval_ms;
+            let mut victims = self.tree.container_candidates();
+            victims.extend(self.tree.expired_ttls(wall_ms()));
+            for p in victims {
+                if let Some(op) = prep::prepare_reap(&self.tree, &p) {
+                    tracing::debug!(path = %p, "reaping empty container or expired TTL node");
+                    self.commit(0, op);
+                }
+            }
+        }
+    }
+}

@@ -155,6 +155,35 @@ async fn pings_keep_a_session_alive() {
     server.shutdown().await;
 }
 
+/// A session kept alive only by pings its connection answered, whose client then dies: the
+/// ephemeral must live `timeout` after the last ping (ZooKeeper's expiry), not vanish at the
+/// bucket the core set before those pings. Dubbo's SIGKILL check caught this (gone after 1 s
+/// with a 4 s timeout).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_of_a_dead_client_lives_its_timeout_after_the_last_ping() {
+    let (server, addr) = common::start().await;
+    let (mut watcher, _) = Raw::connect(&addr, 5000).await;
+    let (mut owner, resp) = Raw::connect(&addr, 1000).await;
+    assert_eq!(resp.timeout_ms, 1000);
+    owner.call(&create(1, "/dying", 1)).await;
+    let ping = req(-2, OpCode::Ping, RequestBody::Empty);
+    for _ in 0..12 {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let (h, _) = owner.call(&ping).await;
+        assert_eq!((h.xid, h.err), (-2, 0));
+    }
+    let last_ping = tokio::time::Instant::now();
+    let (h, _) = watcher.call(&path_watch(1, OpCode::Exists, "/dying", true)).await;
+    assert_eq!(h.err, 0, "ephemeral alive after 3 s of pings with a 1 s timeout");
+    drop(owner);
+    let (h, _) = watcher.recv(OpCode::Ping).await.expect("NodeDeleted when the session expires");
+    assert_eq!(h.xid, -1);
+    let after = last_ping.elapsed();
+    assert!(after >= Duration::from_millis(950), "expired {after:?} after the last ping, before its 1 s timeout");
+    assert!(after < Duration::from_millis(1000 + 100 + 500), "expired late: {after:?}");
+    server.shutdown().await;
+}
+
 /// Pings answered by the connection itself (nothing else outstanding) must keep the session
 /// alive however many timeouts pass, and once they stop the session must expire on time.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -403,6 +403,12 @@ impl Core {
         if let Some(sid) = c.session {
             if let Some(s) = self.sessions.get_mut(&sid) {
                 if s.conn == Some(conn) {
+                    // Pings the connection answered itself count until the end: the session is
+                    // due `timeout` after the last one, as in ZooKeeper, not at its stale bucket.
+                    let heard = c.handle.last_heard.load(Ordering::Acquire);
+                    if heard != 0 {
+                        self.expiry.extend(sid, heard, s.timeout_ms as u64);
+                    }
                     s.conn = None;
                 }
             }

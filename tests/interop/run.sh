@@ -172,26 +172,7 @@ ln -sfn "$RUN_DIR" "$WORK/last"
 
 # ---------------------------------------------------------------- ports
 
-port_free() {
-    "$PY" - "$@" <<'EOF'
-import socket, sys
-for p in sys.argv[1:]:
-    s = socket.socket()
-    try:
-        s.bind(("0.0.0.0", int(p)))
-    except OSError:
-        sys.exit(1)
-    finally:
-        s.close()
-EOF
-}
-
-BASE=""
-for _ in $(seq 1 60); do
-    b=$((PORT_BASE + (RANDOM % 196) * 5))
-    if port_free "$b" $((b + 1)) $((b + 2)) $((b + 3)) $((b + 4)); then BASE=$b; break; fi
-done
-[ -n "$BASE" ] || die "no free ports in $PORT_BASE-$((PORT_BASE + 999))"
+BASE=$(srv_pick_base "$PORT_BASE" 1000 4) || die "no free ports in $PORT_BASE-$((PORT_BASE + 999))"
 REF_PORT=$BASE
 ZKR_PORT=$((BASE + 1))
 REF_PROXY_PORT=$((BASE + 2))

@@ -132,25 +132,7 @@ say "dependencies ready after $(( $(date +%s) - T0 ))s"
 
 # ---------------------------------------------------------------- servers
 
-port_free() {
-    "$PY" - "$@" <<'PYEOF'
-import socket, sys
-for p in sys.argv[1:]:
-    s = socket.socket()
-    try:
-        s.bind(("0.0.0.0", int(p)))
-    except OSError:
-        sys.exit(1)
-    finally:
-        s.close()
-PYEOF
-}
-BASE=""
-for _ in $(seq 1 60); do
-    b=$((PORT_BASE + (RANDOM % 499) * 2))
-    if port_free "$b" $((b + 1)); then BASE=$b; break; fi
-done
-[ -n "$BASE" ] || die "no free ports in $PORT_BASE-$((PORT_BASE + 999))"
+BASE=$(srv_pick_base "$PORT_BASE" 1000 2) || die "no free ports in $PORT_BASE-$((PORT_BASE + 999))"
 REF_ADDR="127.0.0.1:$BASE"
 ZKR_ADDR="127.0.0.1:$((BASE + 1))"
 

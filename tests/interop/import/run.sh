@@ -74,25 +74,7 @@ fi
 
 # ---------------------------------------------------------------- ports (26000-26999)
 
-port_free() {
-    "$PY" - "$@" <<'EOF'
-import socket, sys
-for p in sys.argv[1:]:
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", int(p)))
-    except OSError:
-        sys.exit(1)
-    finally:
-        s.close()
-EOF
-}
-BASE=""
-for _ in $(seq 1 60); do
-    b=$((26000 + (RANDOM % 200) * 5))
-    if port_free "$b" $((b + 1)) $((b + 2)); then BASE=$b; break; fi
-done
-[ -n "$BASE" ] || die "no free ports in 26000-26999"
+BASE=$(srv_pick_base 26000 1000 3) || die "no free ports in 26000-26999"
 ZK_PORT=$BASE        # ZooKeeper: the workload, then restarted on the same data
 IMP_PORT=$((BASE + 1))  # zkr on the imported directory (or the 2nd ZooKeeper)
 

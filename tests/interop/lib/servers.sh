@@ -12,14 +12,15 @@
 # libzookeeper-java, and ZooKeeper logs to stderr at INFO.
 ZK_LOGGING_FLAGS="-cp /etc/zookeeper/conf:/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar -Dorg.slf4j.simpleLogger.showDateTime=true"
 
-# srv_ports_free PORT... : true when each port can be bound on 127.0.0.1 right now.
+# srv_ports_free PORT... : true when each port can be bound on every address right now (servers
+# listen on 0.0.0.0 or 127.0.0.1; a wildcard bind fails if either is taken).
 srv_ports_free() {
-    python3 - "$@" <<'PY'
+    "${PY:-python3}" - "$@" <<'PY'
 import socket, sys
 for p in sys.argv[1:]:
     s = socket.socket()
     try:
-        s.bind(("127.0.0.1", int(p)))
+        s.bind(("0.0.0.0", int(p)))
     except OSError:
         sys.exit(1)
     finally:

@@ -57,6 +57,7 @@ ROWS = [
     ("fill (creates/s)", "fill", "ops_per_s", "", None),
     ("fill: RSS growth per znode (B)", "fill", "rss_bytes_per_znode", "", ("ratio<=", 1 / 3)),
     ("fill: RSS after fill", "memory", "rss_kb", "kB", None),
+    ("fill: RSS growth per znode, settled (idle after the fill)", "memory", "settled_bytes_per_znode", "", None),
     ("fill: ZooKeeper live heap after GC", "memory", "heap_after_gc_kb", "kB", None),
     ("fill: ZooKeeper heap per znode after GC (B)", "memory", "heap_bytes_per_znode", "", None),
     ("restart after SIGKILL", "restart", "ms", "ms", ("ratio<=", 0.25)),
@@ -85,13 +86,17 @@ for label, bench, key, unit, target in ROWS:
             tgt = f"zkr < {fmt(bound, unit)}"
             met = "yes" if zkr is not None and zkr < bound else "NO"
     print(f"| {label} | {fmt(zk, unit)} | {fmt(zkr, unit)} | {ratio} | {tgt} | {met} |")
-# The per-znode memory target against ZooKeeper's live heap, as the issue asks for both.
-zkr_rss = get("fill", "zkr", "rss_bytes_per_znode")
+# The per-znode memory target against ZooKeeper's live heap, as the issue asks for both: zkr's
+# settled RSS against the (settled) live heap is the like-for-like pair; the end-of-fill figure,
+# caught mid-snapshot, is shown too.
 zk_heap = get("memory", "zk", "heap_bytes_per_znode")
-if zkr_rss is not None and zk_heap:
-    ok = "yes" if zkr_rss / zk_heap <= 1 / 3 else "NO"
-    print(f"| fill: zkr RSS per znode vs ZooKeeper live heap per znode (B) | {zk_heap:,.0f} | {zkr_rss:,.0f} "
-          f"| {zkr_rss / zk_heap:.2f} | ≤ 0.33× | {ok} |")
+for label, bench, key in (("settled", "memory", "settled_bytes_per_znode"), ("end of fill", "fill", "rss_bytes_per_znode")):
+    zkr_rss = get(bench, "zkr", key)
+    if zkr_rss is not None and zk_heap:
+        ok = "yes" if zkr_rss / zk_heap <= 1 / 3 else "NO"
+        tgt, met = ("≤ 0.33×", ok) if label == "settled" else ("", "")
+        print(f"| fill: zkr RSS per znode ({label}) vs ZooKeeper live heap per znode (B) | {zk_heap:,.0f} "
+              f"| {zkr_rss:,.0f} | {zkr_rss / zk_heap:.2f} | {tgt} | {met} |")
 errors = {(b, s): v.get("errors") for b, d in res.items() for s, v in d.items() if v.get("errors") not in (None, "0")}
 print()
 print("errors: " + (", ".join(f"{b} on {s}: {e}" for (b, s), e in errors.items()) if errors else "none"))

@@ -17,10 +17,10 @@ cd "$(dirname "$0")/.."
 QUICK=0
 [ "${1:-}" = "--quick" ] && QUICK=1
 if [ $QUICK = 1 ]; then
-  SECS=3; WARM=1; FILL=20000; SESSIONS=1000; SESS_SECS=5; PING_MS=2000
+  SECS=3; WARM=1; FILL=20000; SESSIONS=1000; SESS_SECS=5; PING_MS=2000; SETTLE=3
   CHURN="--providers 5 --interfaces 4 --consumers 20 --rounds 5 --expiries 1"
 else
-  SECS=15; WARM=2; FILL=1000000; SESSIONS=10000; SESS_SECS=30; PING_MS=10000
+  SECS=15; WARM=2; FILL=1000000; SESSIONS=10000; SESS_SECS=30; PING_MS=10000; SETTLE=15
   CHURN="--providers 20 --interfaces 10 --consumers 100 --rounds 20 --expiries 3"
 fi
 BASE=${BENCH_PORT_BASE:-21100}
@@ -187,14 +187,21 @@ ms() { date +%s%3N; }
 for s in $(order $k); do
   log "fill $FILL on $s"; start "$s"
   [ "$s" = zk ] && hb=$(heap_kb)
+  rss0=$(awk '/VmRSS/{print $2}' "/proc/$PID/status")
   bench "$s" fill --count "$FILL"
   rss=$(awk '/VmRSS/{print $2}' "/proc/$PID/status")
+  # The fill's last create is a multiple of snapCount, so the end-of-fill figure catches both
+  # servers mid-snapshot. Settled: the same server $SETTLE s later, idle, as ZooKeeper's live
+  # heap after a full GC is a settled figure too.
+  sleep "$SETTLE"
+  rss_s=$(awk '/VmRSS/{print $2}' "/proc/$PID/status")
+  settled="rss_settled_kb=$rss_s settled_bytes_per_znode=$(( (rss_s - rss0) * 1024 / FILL ))"
   if [ "$s" = zk ]; then
     ha=$(heap_kb)
     rss_gc=$(awk '/VmRSS/{print $2}' "/proc/$PID/status")
-    record zk "bench=memory rss_kb=$rss heap_before_kb=$hb heap_after_gc_kb=$ha rss_after_gc_kb=$rss_gc heap_bytes_per_znode=$(( (ha - hb) * 1024 / FILL ))"
+    record zk "bench=memory rss_kb=$rss $settled heap_before_kb=$hb heap_after_gc_kb=$ha rss_after_gc_kb=$rss_gc heap_bytes_per_znode=$(( (ha - hb) * 1024 / FILL ))"
   else
-    record zkr "bench=memory rss_kb=$rss"
+    record zkr "bench=memory rss_kb=$rss $settled"
   fi
   log "SIGKILL and restart $s"
   kill -9 "$PID"; wait "$PID" 2>/dev/null || true; PID=""

@@ -193,7 +193,7 @@ impl Gen {
     fn put(&mut self, seq: u64, xid: i32, buf: &mut BytesMut) -> Kind {
         let kind = match self.mix {
             Mix::Read => Kind::Read,
-            Mix::Write if seq % 2 == 0 => Kind::Create,
+            Mix::Write if seq.is_multiple_of(2) => Kind::Create,
             Mix::Write => Kind::Set,
             Mix::Mixed if seq % 10 == 9 => Kind::Set,
             Mix::Mixed => Kind::Read,
@@ -202,15 +202,20 @@ impl Gen {
             Kind::Read if self.keys > 0 => {
                 let i = rand::Rng::gen_range(&mut self.rng, 0..self.keys);
                 let path = format!("{}/{}", super::fill::PARENT, provider_name(i, self.key_bytes));
-                let op = if seq % 2 == 0 { OpCode::GetData } else { OpCode::Exists };
+                let op = if seq.is_multiple_of(2) { OpCode::GetData } else { OpCode::Exists };
                 let req = client::path_watch(xid, op, &path, false);
                 crate::codec::write_frame(buf, |o| req.write(o));
             }
             Kind::Read => self.reads[(seq % 3) as usize].put(xid, buf),
             Kind::Set => self.set.put(xid, buf),
             Kind::Create => {
-                let req =
-                    client::create(xid, format!("/bench/write/c{}-{seq}", self.k), self.data.clone(), 0, OpCode::Create);
+                let req = client::create(
+                    xid,
+                    format!("/bench/write/c{}-{seq}", self.k),
+                    self.data.clone(),
+                    0,
+                    OpCode::Create,
+                );
                 crate::codec::write_frame(buf, |o| req.write(o));
             }
         }
@@ -455,7 +460,13 @@ async fn reader(
 }
 
 /// Open loop at `a.rate` requests/s in total: sessions connect, the pacer thread sends.
-async fn open_loop(a: &RwArgs, mix: Mix, start: Instant, warm: Instant, end: Instant) -> Result<OpenResult, BenchError> {
+async fn open_loop(
+    a: &RwArgs,
+    mix: Mix,
+    start: Instant,
+    warm: Instant,
+    end: Instant,
+) -> Result<OpenResult, BenchError> {
     let mut slots = Vec::new();
     let mut readers = Vec::new();
     for k in 0..a.connections.max(1) {

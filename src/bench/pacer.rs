@@ -48,7 +48,7 @@ pub fn realtime() -> bool {
         .is_ok_and(|s| s.success())
 }
 
-/// Calls `send(n, due)` for each request in `[first, …)` due before `end`, each at its due
+/// Calls `send(n, due)` for each request n = 0, 1, … due before `end`, each at its due
 /// time (or as soon after as the thread runs), in order. Returns how many were sent.
 pub fn run(s: Schedule, end: Instant, mut send: impl FnMut(u64, Instant)) -> u64 {
     let mut n = 0u64;

@@ -17,7 +17,7 @@ use tokio::net::TcpStream;
 use tokio_util::codec::FramedRead;
 
 /// Largest reply the loader accepts (getChildren2 of a big directory).
-const MAX_REPLY: usize = 64 << 20;
+pub const MAX_REPLY: usize = 64 << 20;
 /// A server that does not answer the handshake within this is counted as an error.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -92,6 +92,15 @@ impl Conn {
         write_frame(&mut b, |o| req.write(o));
         self.wr.write_all(&b).await?;
         self.next_reply().await
+    }
+
+    /// The connection itself, once the handshake is done and nothing is buffered, for a workload
+    /// that reads replies its own way.
+    pub fn into_stream(self) -> Result<TcpStream, BenchError> {
+        if !self.frames.read_buffer().is_empty() {
+            return Err(BenchError::Protocol("unexpected bytes after the handshake".into()));
+        }
+        self.frames.into_inner().reunite(self.wr).map_err(|e| BenchError::Protocol(e.to_string()))
     }
 
     pub async fn send_raw(&mut self, b: &[u8]) -> Result<(), BenchError> {

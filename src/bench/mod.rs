@@ -7,7 +7,9 @@
 pub mod churn;
 pub mod client;
 pub mod fill;
+pub mod pacer;
 pub mod rw;
+pub mod scan;
 pub mod sessions;
 pub mod stats;
 

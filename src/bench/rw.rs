@@ -5,6 +5,8 @@
 //! the time each request was due, so a stalled server is not hidden).
 
 use super::client::{self, Conn, Template};
+use super::pacer;
+use super::scan::{self, HeaderScanner};
 use super::stats::{self, Latencies, Summary};
 use super::{provider_name, BenchError, Target};
 use crate::proto::{ErrorCode, OpCode};
@@ -43,6 +45,15 @@ pub struct RwArgs {
     /// instead of the fixed node and directory; 0 = off.
     #[arg(long, default_value_t = 0)]
     pub keys: u64,
+    /// Open loop: run the pacer thread at real-time priority (SCHED_FIFO 1, via `chrt`), so
+    /// on a loaded machine the requests still go out when due.
+    #[arg(long)]
+    pub pacer_rt: bool,
+    /// Open loop: the pacer thread's timer slack, µs. Each wake-up costs CPU on the cores the
+    /// server uses; a larger slack lets the kernel send several due requests per wake-up, each
+    /// at most this much late (shown as `pace_late_*`).
+    #[arg(long, default_value_t = 1.0)]
+    pub pace_slack_us: f64,
     /// `fill --name-bytes` of those nodes.
     #[arg(long, default_value_t = 400)]
     pub key_bytes: usize,
@@ -116,6 +127,28 @@ struct ConnResult {
     lat: Latencies,
 }
 
+impl ConnResult {
+    fn add(&mut self, r: ConnResult) {
+        self.ops += r.ops;
+        self.reads += r.reads;
+        self.writes += r.writes;
+        self.errors += r.errors;
+        self.lat.merge(r.lat);
+    }
+
+    fn count(&mut self, kind: Kind, err: i32, lat: Duration) {
+        self.ops += 1;
+        match kind {
+            Kind::Read => self.reads += 1,
+            _ => self.writes += 1,
+        }
+        if err != 0 {
+            self.errors += 1;
+        }
+        self.lat.record(lat);
+    }
+}
+
 /// One request's kind in flight.
 #[derive(Clone, Copy)]
 enum Kind {
@@ -124,101 +157,357 @@ enum Kind {
     Set,
 }
 
-async fn one(a: RwArgs, mix: Mix, k: usize, warm: Instant, end: Instant) -> Result<ConnResult, BenchError> {
-    let mut c = Conn::open(&a.target.server, 30_000).await?;
-    let data = Bytes::from(vec![b'w'; a.data_bytes]);
-    let reads = [
-        Template::new(&client::path_watch(0, OpCode::GetData, NODE, false)),
-        Template::new(&client::path_watch(0, OpCode::Exists, NODE, false)),
-        Template::new(&client::path_watch(0, OpCode::GetChildren2, DIR, false)),
-    ];
-    let set_path = if mix == Mix::Write { format!("/bench/write/s{k}") } else { NODE.to_owned() };
-    let set = Template::new(&client::set_data(0, &set_path, data.clone()));
-    let interval = (a.rate > 0.0).then(|| Duration::from_secs_f64(a.connections as f64 / a.rate));
-    // Stagger the open-loop schedules of the sessions.
-    let mut due = warm - Duration::from_secs_f64(a.warmup_secs)
-        + interval.map_or(Duration::ZERO, |i| i.mul_f64(k as f64 / a.connections as f64));
-    let mut inflight: VecDeque<(i32, Instant, Kind)> = VecDeque::with_capacity(a.window);
-    let mut res = ConnResult::default();
-    let mut buf = BytesMut::with_capacity(64 * 1024);
-    let (mut xid, mut seq) = (1i32, 0u64);
-    let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(k as u64);
-    loop {
-        let now = Instant::now();
-        buf.clear();
-        while inflight.len() < a.window && now < end && interval.is_none_or(|_| due <= now) {
-            let kind = match mix {
-                Mix::Read => Kind::Read,
-                Mix::Write if seq % 2 == 0 => Kind::Create,
-                Mix::Write => Kind::Set,
-                Mix::Mixed if seq % 10 == 9 => Kind::Set,
-                Mix::Mixed => Kind::Read,
-            };
-            match kind {
-                Kind::Read if a.keys > 0 => {
-                    let i = rand::Rng::gen_range(&mut rng, 0..a.keys);
-                    let path = format!("{}/{}", super::fill::PARENT, provider_name(i, a.key_bytes));
-                    let op = if seq % 2 == 0 { OpCode::GetData } else { OpCode::Exists };
-                    let req = client::path_watch(xid, op, &path, false);
-                    crate::codec::write_frame(&mut buf, |o| req.write(o));
-                }
-                Kind::Read => reads[(seq % 3) as usize].put(xid, &mut buf),
-                Kind::Set => set.put(xid, &mut buf),
-                Kind::Create => {
-                    let req = client::create(xid, format!("/bench/write/c{k}-{seq}"), data.clone(), 0, OpCode::Create);
-                    crate::codec::write_frame(&mut buf, |o| req.write(o));
-                }
-            }
-            let sent = interval.map_or(now, |_| due);
-            inflight.push_back((xid, sent, kind));
-            if let Some(i) = interval {
-                due += i;
-            }
-            xid = if xid == i32::MAX { 1 } else { xid + 1 };
-            seq += 1;
-        }
-        if !buf.is_empty() {
-            c.send_raw(&buf).await?;
-        }
-        if inflight.is_empty() {
-            if Instant::now() >= end {
-                break;
-            }
-            tokio::time::sleep_until(due.into()).await;
-            continue;
-        }
-        let f = match interval {
-            Some(_) if inflight.len() < a.window && due > Instant::now() => {
-                tokio::select! {
-                    f = c.next_frame() => f?,
-                    _ = tokio::time::sleep_until(due.into()) => continue,
-                }
-            }
-            _ => c.next_frame().await?,
-        };
-        if f.header.xid == crate::proto::xid::NOTIFICATION {
-            continue;
-        }
-        let Some((x, sent, kind)) = inflight.pop_front() else {
-            return Err(BenchError::Protocol(format!("unexpected reply xid {}", f.header.xid)));
-        };
-        if x != f.header.xid {
-            return Err(BenchError::Protocol(format!("reply out of order: xid {} for {x}", f.header.xid)));
-        }
-        if sent >= warm && sent < end {
-            res.ops += 1;
-            match kind {
-                Kind::Read => res.reads += 1,
-                _ => res.writes += 1,
-            }
-            if f.header.err != 0 {
-                res.errors += 1;
-            }
-            res.lat.record(Instant::now().duration_since(sent));
+/// The requests of one session, encoded once and appended with a fresh xid.
+struct Gen {
+    mix: Mix,
+    k: usize,
+    keys: u64,
+    key_bytes: usize,
+    data: Bytes,
+    reads: [Template; 3],
+    set: Template,
+    rng: rand::rngs::StdRng,
+}
+
+impl Gen {
+    fn new(a: &RwArgs, mix: Mix, k: usize) -> Gen {
+        let data = Bytes::from(vec![b'w'; a.data_bytes]);
+        let set_path = if mix == Mix::Write { format!("/bench/write/s{k}") } else { NODE.to_owned() };
+        Gen {
+            mix,
+            k,
+            keys: a.keys,
+            key_bytes: a.key_bytes,
+            set: Template::new(&client::set_data(0, &set_path, data.clone())),
+            data,
+            reads: [
+                Template::new(&client::path_watch(0, OpCode::GetData, NODE, false)),
+                Template::new(&client::path_watch(0, OpCode::Exists, NODE, false)),
+                Template::new(&client::path_watch(0, OpCode::GetChildren2, DIR, false)),
+            ],
+            rng: <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(k as u64),
         }
     }
-    let _ = c.call(&client::close_session(xid)).await;
+
+    /// Appends the session's `seq`-th request with `xid` to `buf`.
+    fn put(&mut self, seq: u64, xid: i32, buf: &mut BytesMut) -> Kind {
+        let kind = match self.mix {
+            Mix::Read => Kind::Read,
+            Mix::Write if seq.is_multiple_of(2) => Kind::Create,
+            Mix::Write => Kind::Set,
+            Mix::Mixed if seq % 10 == 9 => Kind::Set,
+            Mix::Mixed => Kind::Read,
+        };
+        match kind {
+            Kind::Read if self.keys > 0 => {
+                let i = rand::Rng::gen_range(&mut self.rng, 0..self.keys);
+                let path = format!("{}/{}", super::fill::PARENT, provider_name(i, self.key_bytes));
+                let op = if seq.is_multiple_of(2) { OpCode::GetData } else { OpCode::Exists };
+                let req = client::path_watch(xid, op, &path, false);
+                crate::codec::write_frame(buf, |o| req.write(o));
+            }
+            Kind::Read => self.reads[(seq % 3) as usize].put(xid, buf),
+            Kind::Set => self.set.put(xid, buf),
+            Kind::Create => {
+                let req = client::create(
+                    xid,
+                    format!("/bench/write/c{}-{seq}", self.k),
+                    self.data.clone(),
+                    0,
+                    OpCode::Create,
+                );
+                crate::codec::write_frame(buf, |o| req.write(o));
+            }
+        }
+        kind
+    }
+}
+
+fn next_xid(xid: i32) -> i32 {
+    if xid == i32::MAX {
+        1
+    } else {
+        xid + 1
+    }
+}
+
+/// The loader's read buffer per session: large, so a 105 KB reply takes few reads.
+const READ_BUF: usize = 256 * 1024;
+
+fn buffers() -> (Vec<u8>, Vec<std::mem::MaybeUninit<u8>>) {
+    (vec![0u8; READ_BUF], vec![std::mem::MaybeUninit::uninit(); READ_BUF])
+}
+
+/// Closed loop: WINDOW requests in flight, a new one sent for each reply.
+async fn closed(a: RwArgs, mix: Mix, k: usize, warm: Instant, end: Instant) -> Result<ConnResult, BenchError> {
+    use tokio::io::AsyncWriteExt;
+    let (rd, mut wr) = Conn::open(&a.target.server, 30_000).await?.into_stream()?.into_split();
+    let mut gen = Gen::new(&a, mix, k);
+    let mut inflight: VecDeque<(i32, Instant, Kind)> = VecDeque::with_capacity(a.window);
+    let mut res = ConnResult::default();
+    let mut out = BytesMut::with_capacity(64 * 1024);
+    let (mut rbuf, mut sink) = buffers();
+    let mut scan = HeaderScanner::new(client::MAX_REPLY);
+    let mut heads = Vec::new();
+    let (mut xid, mut seq) = (1i32, 0u64);
+    let mut now = Instant::now();
+    loop {
+        while inflight.len() < a.window.max(1) && now < end {
+            let kind = gen.put(seq, xid, &mut out);
+            inflight.push_back((xid, now, kind));
+            xid = next_xid(xid);
+            seq += 1;
+        }
+        if !out.is_empty() {
+            wr.write_all(&out).await?;
+            out.clear();
+        }
+        if inflight.is_empty() {
+            break;
+        }
+        if scan::pump(rd.as_ref(), &mut rbuf, &mut sink, &mut scan, &mut heads).await? == 0 {
+            return Err(BenchError::Protocol("connection closed".into()));
+        }
+        now = Instant::now();
+        for h in heads.drain(..) {
+            if h.xid == crate::proto::xid::NOTIFICATION {
+                continue;
+            }
+            let Some((x, sent, kind)) = inflight.pop_front() else {
+                return Err(BenchError::Protocol(format!("unexpected reply xid {}", h.xid)));
+            };
+            if x != h.xid {
+                return Err(BenchError::Protocol(format!("reply out of order: xid {} for {x}", h.xid)));
+            }
+            if sent >= warm && sent < end {
+                res.count(kind, h.err, now.duration_since(sent));
+            }
+        }
+    }
+    let mut c = close_request(xid);
+    wr.write_all(&c).await?;
+    c.clear();
+    // The close reply; a server that drops the connection instead is fine too.
+    let _ = tokio::time::timeout(Duration::from_secs(2), rd.as_ref().readable()).await;
     Ok(res)
+}
+
+fn close_request(xid: i32) -> BytesMut {
+    let mut b = BytesMut::new();
+    let req = client::close_session(xid);
+    crate::codec::write_frame(&mut b, |o| req.write(o));
+    b
+}
+
+/// One session's side of the open loop, shared by the pacer thread (which sends) and the
+/// session's reader task (which matches replies and sends what the window held back).
+struct Slot {
+    out: std::net::TcpStream,
+    gen: Gen,
+    buf: BytesMut,
+    xid: i32,
+    seq: u64,
+    /// (xid, due, kind) in send order.
+    inflight: VecDeque<(i32, Instant, Kind)>,
+    /// Due times of requests held back because the window was full.
+    held: VecDeque<Instant>,
+    closed: bool,
+}
+
+impl Slot {
+    /// Writes the next request, due at `due`. The socket is non-blocking (shared with the
+    /// reader task); a request of a few dozen bytes only finds it full if the server stopped
+    /// reading, in which case this waits.
+    fn send(&mut self, due: Instant) -> Result<(), BenchError> {
+        self.buf.clear();
+        let kind = self.gen.put(self.seq, self.xid, &mut self.buf);
+        self.inflight.push_back((self.xid, due, kind));
+        self.xid = next_xid(self.xid);
+        self.seq += 1;
+        write_all_nb(&mut self.out, &self.buf)
+    }
+}
+
+fn write_all_nb(out: &mut std::net::TcpStream, mut b: &[u8]) -> Result<(), BenchError> {
+    use std::io::Write;
+    while !b.is_empty() {
+        match out.write(b) {
+            Ok(0) => return Err(BenchError::Protocol("connection closed".into())),
+            Ok(n) => b = &b[n..],
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(Duration::from_micros(50)),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
+type Slots = std::sync::Arc<Vec<std::sync::Mutex<Slot>>>;
+
+fn lock(s: &std::sync::Mutex<Slot>) -> std::sync::MutexGuard<'_, Slot> {
+    s.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The pacer thread: sends every request at its due time, or holds it back when its session's
+/// window is full. Returns the send lateness (send time minus due time) of requests due in the
+/// measured window that it sent itself, and how many were held back.
+fn pace(slots: Slots, s: pacer::Schedule, o: PaceOpts) -> (Latencies, u64, bool) {
+    let PaceOpts { window, warm, end, rt, slack } = o;
+    pacer::timer_slack(slack);
+    let rt = rt && pacer::realtime();
+    let mut late = Latencies::default();
+    let mut held = 0u64;
+    pacer::run(s, end, |n, due| {
+        let mut slot = lock(&slots[s.session(n)]);
+        if slot.closed {
+            return;
+        }
+        if slot.inflight.len() >= window || !slot.held.is_empty() {
+            slot.held.push_back(due);
+            held += 1;
+            return;
+        }
+        if slot.send(due).is_err() {
+            slot.closed = true;
+        }
+        if due >= warm {
+            late.record(Instant::now().duration_since(due));
+        }
+    });
+    (late, held, rt)
+}
+
+#[derive(Clone, Copy)]
+struct PaceOpts {
+    window: usize,
+    warm: Instant,
+    end: Instant,
+    rt: bool,
+    slack: Duration,
+}
+
+/// The reader task of one open-loop session: counts each reply's latency from its due time and
+/// sends held-back requests as the window opens. Ends once the pacer is done and nothing is in
+/// flight.
+async fn reader(
+    slots: Slots,
+    k: usize,
+    stream: tokio::net::TcpStream,
+    done: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    window: usize,
+    warm: Instant,
+    end: Instant,
+) -> Result<ConnResult, BenchError> {
+    use std::sync::atomic::Ordering;
+    let mut res = ConnResult::default();
+    let (mut rbuf, mut sink) = buffers();
+    let mut scan = HeaderScanner::new(client::MAX_REPLY);
+    let mut heads = Vec::new();
+    let mut close_xid = None;
+    loop {
+        if close_xid.is_none() && done.load(Ordering::Acquire) {
+            let mut slot = lock(&slots[k]);
+            if slot.inflight.is_empty() && slot.held.is_empty() {
+                let x = slot.xid;
+                slot.closed = true;
+                let c = close_request(x);
+                // A failed close only leaves the session to expire.
+                if write_all_nb(&mut slot.out, &c).is_err() {
+                    break;
+                }
+                close_xid = Some(x);
+            }
+        }
+        let pumped = scan::pump(&stream, &mut rbuf, &mut sink, &mut scan, &mut heads);
+        let n = match tokio::time::timeout(Duration::from_millis(50), pumped).await {
+            Err(_) => continue,
+            Ok(r) => r?,
+        };
+        if n == 0 {
+            if close_xid.is_some() {
+                break;
+            }
+            return Err(BenchError::Protocol("connection closed".into()));
+        }
+        if heads.is_empty() {
+            continue;
+        }
+        let now = Instant::now();
+        let mut slot = lock(&slots[k]);
+        for h in heads.drain(..) {
+            if h.xid == crate::proto::xid::NOTIFICATION {
+                continue;
+            }
+            if Some(h.xid) == close_xid {
+                return Ok(res);
+            }
+            let Some((x, due, kind)) = slot.inflight.pop_front() else {
+                return Err(BenchError::Protocol(format!("unexpected reply xid {}", h.xid)));
+            };
+            if x != h.xid {
+                return Err(BenchError::Protocol(format!("reply out of order: xid {} for {x}", h.xid)));
+            }
+            if due >= warm && due < end {
+                res.count(kind, h.err, now.duration_since(due));
+            }
+        }
+        while slot.inflight.len() < window {
+            let Some(due) = slot.held.pop_front() else { break };
+            slot.send(due)?;
+        }
+    }
+    Ok(res)
+}
+
+/// Open loop at `a.rate` requests/s in total: sessions connect, the pacer thread sends.
+async fn open_loop(
+    a: &RwArgs,
+    mix: Mix,
+    start: Instant,
+    warm: Instant,
+    end: Instant,
+) -> Result<OpenResult, BenchError> {
+    let mut slots = Vec::new();
+    let mut readers = Vec::new();
+    for k in 0..a.connections.max(1) {
+        let s = Conn::open(&a.target.server, 30_000).await?.into_stream()?.into_std()?;
+        let out = s.try_clone()?;
+        readers.push(tokio::net::TcpStream::from_std(s)?);
+        slots.push(std::sync::Mutex::new(Slot {
+            out,
+            gen: Gen::new(a, mix, k),
+            buf: BytesMut::with_capacity(1024),
+            xid: 1,
+            seq: 0,
+            inflight: VecDeque::with_capacity(a.window),
+            held: VecDeque::new(),
+            closed: false,
+        }));
+    }
+    let slots: Slots = std::sync::Arc::new(slots);
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sched = pacer::Schedule { t0: start, rate: a.rate, sessions: slots.len() };
+    let window = a.window.max(1);
+    let rt = a.pacer_rt;
+    let slack = Duration::from_secs_f64(a.pace_slack_us.max(0.001) / 1e6);
+    let pacer = {
+        let (slots, done) = (slots.clone(), done.clone());
+        std::thread::Builder::new().name("zkr-bench-pacer".into()).spawn(move || {
+            let r = pace(slots, sched, PaceOpts { window, warm, end, rt, slack });
+            done.store(true, std::sync::atomic::Ordering::Release);
+            r
+        })?
+    };
+    let mut tasks = Vec::new();
+    for (k, s) in readers.into_iter().enumerate() {
+        tasks.push(tokio::spawn(reader(slots.clone(), k, s, done.clone(), window, warm, end)));
+    }
+    Ok(OpenResult { pacer, tasks })
+}
+
+struct OpenResult {
+    pacer: std::thread::JoinHandle<(Latencies, u64, bool)>,
+    tasks: Vec<tokio::task::JoinHandle<Result<ConnResult, BenchError>>>,
 }
 
 pub async fn run(a: RwArgs, mix: Mix) -> Result<(), BenchError> {
@@ -226,26 +515,24 @@ pub async fn run(a: RwArgs, mix: Mix) -> Result<(), BenchError> {
     let start = Instant::now() + Duration::from_millis(200);
     let warm = start + Duration::from_secs_f64(a.warmup_secs);
     let end = warm + Duration::from_secs_f64(a.secs);
-    let mut tasks = Vec::new();
-    for k in 0..a.connections.max(1) {
-        tasks.push(tokio::spawn(one(a.clone(), mix, k, warm, end)));
-    }
+    let (tasks, pacer) = if a.rate > 0.0 {
+        let o = open_loop(&a, mix, start, warm, end).await?;
+        (o.tasks, Some(o.pacer))
+    } else {
+        let tasks = (0..a.connections.max(1)).map(|k| tokio::spawn(closed(a.clone(), mix, k, warm, end))).collect();
+        (tasks, None)
+    };
     let pid = a.target.server_pid;
+    let me = std::process::id();
     tokio::time::sleep_until(warm.into()).await;
-    let before = pid.and_then(stats::sample);
+    let (before, me_before) = (pid.and_then(stats::sample), stats::sample(me));
     tokio::time::sleep_until(end.into()).await;
-    let after = pid.and_then(stats::sample);
+    let (after, me_after) = (pid.and_then(stats::sample), stats::sample(me));
     let mut total = ConnResult::default();
     let mut failed = 0;
     for t in tasks {
         match t.await.map_err(|e| BenchError::Protocol(e.to_string()))? {
-            Ok(r) => {
-                total.ops += r.ops;
-                total.reads += r.reads;
-                total.writes += r.writes;
-                total.errors += r.errors;
-                total.lat.merge(r.lat);
-            }
+            Ok(r) => total.add(r),
             Err(e) => {
                 eprintln!("zkr bench {}: session failed: {e}", mix.name());
                 failed += 1;
@@ -264,6 +551,15 @@ pub async fn run(a: RwArgs, mix: Mix) -> Result<(), BenchError> {
         .lat("lat", &mut total.lat)
         .kv("errors", total.errors + failed)
         .server(before, after);
+    if let (Some(b), Some(e)) = (me_before, me_after) {
+        s.f("loader_cpu_pct", stats::cpu_pct(&b, &e));
+    }
+    if let Some(p) = pacer {
+        let (mut late, held, rt) = p.join().map_err(|_| BenchError::Protocol("pacer thread panicked".into()))?;
+        // Send time minus due time of the requests the pacer sent itself: the loader's own
+        // share of the latency above (held = requests that waited for a full window instead).
+        s.lat("pace_late", &mut late).kv("held", held).kv("pacer_rt", u8::from(rt));
+    }
     s.print();
     Ok(())
 }

@@ -58,35 +58,41 @@ fn cut<'a>(name: &'a [u8], mut f: impl FnMut(Piece<'a>)) {
     let mut emit = |run: &'a [u8], stable: bool| {
         f(if stable && run.len() >= MIN_SEGMENT { Piece::Segment(run) } else { Piece::Literal(run) })
     };
-    // One pass: the current token's start and digit count, the current run's start and kind.
-    let (mut tok, mut digits) = (0, 0);
-    let (mut run, mut run_stable) = (0, None);
-    for i in 0..=name.len() {
-        let at_end = i == name.len();
-        // A token ends at a `%` that does not continue an escape (`%3A%2F%2Fhost` is one token).
-        if at_end || (name[i] == b'%' && i > tok && !(i >= tok + 3 && name[i - 3] == b'%')) {
-            if i > tok {
-                let stable = digits < VOLATILE_DIGITS;
-                match run_stable {
-                    Some(s) if s != stable => {
-                        emit(&name[run..tok], s);
-                        run = tok;
-                        run_stable = Some(stable);
-                    }
-                    None => run_stable = Some(stable),
-                    _ => {}
-                }
+    // Token by token (memchr to the next boundary, a vectorisable digit count over the token);
+    // the current run's start and kind.
+    let (mut tok, mut run, mut run_stable) = (0, 0, None);
+    while tok < name.len() {
+        let end = token_end(name, tok);
+        let digits = name[tok..end].iter().filter(|b| b.is_ascii_digit()).count();
+        let stable = digits < VOLATILE_DIGITS;
+        match run_stable {
+            Some(s) if s != stable => {
+                emit(&name[run..tok], s);
+                run = tok;
+                run_stable = Some(stable);
             }
-            tok = i;
-            digits = 0;
+            None => run_stable = Some(stable),
+            _ => {}
         }
-        if !at_end && name[i].is_ascii_digit() {
-            digits += 1;
-        }
+        tok = end;
     }
     if let Some(s) = run_stable {
         emit(&name[run..], s);
     }
+}
+
+/// Where the token starting at `tok` ends: at the next `%` that does not continue an escape
+/// (`%3A%2F%2Fhost` is one token), or at the end of the name.
+fn token_end(name: &[u8], tok: usize) -> usize {
+    let mut from = tok + 1;
+    while let Some(off) = name.get(from..).and_then(|rest| memchr::memchr(b'%', rest)) {
+        let i = from + off;
+        if !(i >= tok + 3 && name[i - 3] == b'%') {
+            return i;
+        }
+        from = i + 1;
+    }
+    name.len()
 }
 
 fn put_varint(out: &mut Vec<u8>, mut v: u32) {

@@ -213,10 +213,7 @@ impl Model {
                     version: s.version,
                     creates: (s.cversion + s.num_children) / 2,
                     owner: s.ephemeral_owner,
-                    children: tree
-                        .lookup(p)
-                        .map(|id| tree.child_names(id).map(str::to_owned).collect())
-                        .unwrap_or_default(),
+                    children: tree.lookup(p).map(|id| tree.child_names(id).collect()).unwrap_or_default(),
                 },
             );
         });

@@ -55,18 +55,77 @@ pub enum BenchError {
     Protocol(String),
 }
 
-/// A Dubbo provider name: a URL-encoded provider URL padded to `len` bytes.
+/// Method names of a realistic service interface; the list in a provider URL is grown from these.
+const METHODS: [&str; 24] = [
+    "sayHello",
+    "sayHelloAsync",
+    "getUser",
+    "getUserById",
+    "listUsers",
+    "createUser",
+    "updateUser",
+    "deleteUser",
+    "findOrdersByUser",
+    "placeOrder",
+    "cancelOrder",
+    "queryOrderStatus",
+    "getInventory",
+    "reserveStock",
+    "releaseStock",
+    "calculatePrice",
+    "applyCoupon",
+    "listCoupons",
+    "getAddressBook",
+    "updateAddress",
+    "sendNotification",
+    "subscribeTopic",
+    "unsubscribeTopic",
+    "healthCheck",
+];
+
+/// A Dubbo provider name of `len` bytes (or the shortest realistic one if `len` is smaller): a
+/// URL-encoded Dubbo 3 provider URL with the parameters Dubbo writes, in its (sorted) order.
+/// Each provider has its own IP, port, pid and timestamp; the method list (the same for every
+/// provider, as for providers of one interface) grows, and its last name is cut, to reach `len`.
 pub fn provider_name(i: u64, len: usize) -> String {
-    let mut s = format!(
-        "dubbo%3A%2F%2F10.{}.{}.{}%3A20880%2Forg.apache.dubbo.demo.DemoService%3Fanyhost%3Dtrue%26application%3Ddemo-provider%26dubbo%3D2.0.2%26interface%3Dorg.apache.dubbo.demo.DemoService%26methods%3DsayHello%26pid%3D{i}%26side%3Dprovider%26timestamp%3D1700000000000%26x%3D",
+    let iface = "com.demo.OrderService";
+    let head = format!(
+        "dubbo%3A%2F%2F10.{}.{}.{}%3A{}%2F{iface}%3Fanyhost%3Dtrue%26application%3Dorder-provider\
+         %26deprecated%3Dfalse%26dubbo%3D2.0.2%26dynamic%3Dtrue%26generic%3Dfalse\
+         %26interface%3D{iface}%26methods%3D",
         (i >> 16) & 255,
         (i >> 8) & 255,
-        i & 255
+        i & 255,
+        20880 + (i % 97),
     );
-    while s.len() < len {
-        s.push('x');
+    let tail = format!(
+        "%26pid%3D{}%26release%3D3.2.10%26revision%3D1.4.2\
+         %26side%3Dprovider%26timeout%3D3000%26timestamp%3D{}",
+        1000 + (i * 7) % 64_000,
+        1_732_918_461_337u64 + i.wrapping_mul(7_919) % 86_400_000,
+    );
+    let room = len.saturating_sub(head.len() + tail.len()).max(METHODS[0].len());
+    let mut methods = String::new();
+    for m in METHODS.iter().cycle() {
+        if methods.len() >= room {
+            break;
+        }
+        if !methods.is_empty() {
+            methods.push_str("%2C");
+        }
+        methods.push_str(m);
     }
-    s
+    methods.truncate(room);
+    // A cut through (or right after) a `%2C` separator would leave a broken escape or an empty
+    // method: the last method name grows by as many letters instead.
+    for sep in ["%2C", "%2", "%"] {
+        if methods.ends_with(sep) {
+            methods.truncate(methods.len() - sep.len());
+            methods.push_str(&"Batch"[..sep.len()]);
+            break;
+        }
+    }
+    format!("{head}{methods}{tail}")
 }
 
 pub async fn run(args: BenchArgs) -> Result<(), BenchError> {
@@ -77,5 +136,26 @@ pub async fn run(args: BenchArgs) -> Result<(), BenchError> {
         Workload::Churn(a) => churn::run(a).await,
         Workload::Sessions(a) => sessions::run(a).await,
         Workload::Fill(a) => fill::run(a).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Names are exactly the asked length (when it exceeds the minimum), distinct per provider,
+    /// and free of filler: no run of one repeated character.
+    #[test]
+    fn provider_names_are_realistic_and_exact() {
+        for len in [400, 401, 402, 403, 404, 777, 1500] {
+            let a = super::provider_name(1, len);
+            assert_eq!(a.len(), len, "{a}");
+            assert_ne!(a, super::provider_name(2, len));
+            assert!(!a.as_bytes().windows(6).any(|w| w.iter().all(|&c| c == w[0])), "{a}");
+            assert!(
+                !a.contains("%2C%26") && !a.contains("%2%") && !a.contains("%%") && a.contains("%26timestamp%3D"),
+                "{a}"
+            );
+        }
+        let short = super::provider_name(3, 10);
+        assert!(short.starts_with("dubbo%3A%2F%2F10.0.0.3%3A") && short.contains("methods%3DsayHello%26"));
     }
 }

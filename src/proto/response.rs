@@ -105,11 +105,11 @@ pub enum Response {
 }
 
 /// A child list as getChildren sends it: `vector<ustring>`.
-pub fn encode_children<'a>(names: impl ExactSizeIterator<Item = &'a str>) -> Bytes {
+pub fn encode_children(names: impl ExactSizeIterator<Item = impl AsRef<str>>) -> Bytes {
     let mut b = bytes::BytesMut::new();
     b.put_i32(names.len() as i32);
     for s in names {
-        b.put_ustring(s);
+        b.put_ustring(s.as_ref());
     }
     b.freeze()
 }

@@ -5,6 +5,7 @@
 //! connections: everything it needs is in the `Txn`.
 
 pub mod acl;
+mod names;
 mod node;
 pub mod path;
 pub mod prep;
@@ -155,15 +156,30 @@ impl DataTree {
             hasher: ahash::RandomState::new(),
         };
         let acl = t.intern_acl(&Acl::open_unsafe());
-        let root = Znode::new(ROOT, Arc::from(""), Some(Bytes::new()), acl, NodeStat::default());
+        let root = Znode::new(ROOT, Arc::from(&[][..]), Some(Bytes::new()), acl, NodeStat::default());
         t.nodes.insert(root);
         t
     }
 
     fn attach(&mut self, parent: NodeId, name: &str, data: Option<Bytes>, acl: Arc<[Acl]>, stat: NodeStat) -> NodeId {
+        let enc = self.nodes.names.intern(name);
+        self.attach_encoded(parent, name, enc, data, acl, stat)
+    }
+
+    /// `attach` with the name already encoded (`enc` holds its segment uses).
+    fn attach_encoded(
+        &mut self,
+        parent: NodeId,
+        name: &str,
+        enc: node::Encoded,
+        data: Option<Bytes>,
+        acl: Arc<[Acl]>,
+        stat: NodeStat,
+    ) -> NodeId {
         let data = data.map(own_data);
         self.data_size += self.path_len(parent) + 1 + utf16_len(name) + data.as_ref().map_or(0, |d| d.len() as u64);
-        let id = self.nodes.insert(Znode::new(parent, Arc::from(name), data, acl, stat));
+        let name = enc;
+        let id = self.nodes.insert(Znode::new(parent, name, data, acl, stat));
         self.nodes.add_child(parent, id, &self.hasher);
         self.children_changed(parent);
         self.children_changed(id);
@@ -235,13 +251,16 @@ impl DataTree {
             return true;
         }
         let Some(parent) = self.lookup(path::parent(path)) else { return false };
+        let name = path::name(path);
         // A path listed twice: the later entry wins, as a map insert did (child tables allow
-        // duplicates, so the earlier one is unlinked first).
-        if let Some(old) = self.lookup(path) {
-            let hash = self.hasher.hash_one(path::name(path));
+        // duplicates, so the earlier one is unlinked first). The name is encoded once: stored
+        // names are encoded canonically, so the new encoding finds the old node.
+        let enc = self.nodes.names.intern(name);
+        let hash = self.hasher.hash_one(&*enc);
+        if let Some(old) = self.nodes.get(parent).and_then(|p| self.nodes.child(p, hash, &enc)) {
             self.nodes.remove_child(parent, old, hash);
         }
-        let id = self.attach(parent, path::name(path), data, acl, stat);
+        let id = self.attach_encoded(parent, name, enc, data, acl, stat);
         self.nodes.reserve_children(id, children, &self.hasher);
         self.children_changed(id);
         self.index(id, stat.ephemeral_owner);
@@ -279,7 +298,7 @@ impl DataTree {
                 f("/", n);
             } else {
                 path.push('/');
-                path.push_str(&n.name);
+                self.nodes.names.decode_into(&n.name, &mut path);
                 f(&path, n);
             }
             let len = if id == ROOT { 0 } else { path.len() };
@@ -296,9 +315,15 @@ impl DataTree {
         let rest = path.strip_prefix('/')?;
         let mut id = ROOT;
         for comp in rest.split('/') {
-            id = self.nodes.child(self.nodes.get(id)?, self.hasher.hash_one(comp), comp)?;
+            id = self.child_named(id, comp)?;
         }
         Some(id)
+    }
+
+    /// The child of `parent` named `name`.
+    fn child_named(&self, parent: NodeId, name: &str) -> Option<NodeId> {
+        let enc = self.nodes.names.lookup(name)?;
+        self.nodes.child(self.nodes.get(parent)?, self.hasher.hash_one(enc.as_slice()), &enc)
     }
 
     /// A node's child names in its child table's order (nothing if there is no such node).
@@ -323,7 +348,7 @@ impl DataTree {
         let mut cur = id;
         while cur != ROOT {
             let Some(n) = self.nodes.get(cur) else { break };
-            names.push(&*n.name);
+            names.push(&n.name);
             cur = n.parent;
         }
         if names.is_empty() {
@@ -332,7 +357,7 @@ impl DataTree {
         let mut p = String::new();
         for n in names.iter().rev() {
             p.push('/');
-            p.push_str(n);
+            self.nodes.names.decode_into(n, &mut p);
         }
         p
     }
@@ -353,7 +378,7 @@ impl DataTree {
         let mut len = 0;
         while id != ROOT {
             let Some(n) = self.nodes.get(id) else { break };
-            len += 1 + utf16_len(&n.name);
+            len += 1 + self.nodes.names.utf16_len(&n.name);
             id = n.parent;
         }
         len
@@ -511,7 +536,7 @@ impl DataTree {
     ) -> Option<Stat> {
         let parent = self.lookup(path::parent(path))?;
         let name = path::name(path);
-        if self.nodes.child(self.nodes.get(parent)?, self.hasher.hash_one(name), name).is_some() {
+        if self.child_named(parent, name).is_some() {
             // Only on replay over a fuzzy (ZooKeeper) snapshot: ZooKeeper's FileTxnSnapLog
             // still moves the parent's cversion and pzxid forward (setCversionPzxid).
             if let Some(p) = self.nodes.get_mut(parent) {

@@ -1,9 +1,12 @@
 //! Znode storage: a slab of nodes addressed by `NodeId`, each child name stored once.
 //!
-//! A node keeps its name and its parent's id; the parent's child table holds only child ids
+//! A node keeps its name (compressed against the slab's segment dictionary, see `names`) and its
+//! parent's id; the parent's child table holds only child ids
 //! (looked up by hashing the name and comparing with the child's own name), so each name is
 //! stored once. Full paths are derived on demand, never stored per node.
 
+pub use super::names::Encoded;
+use super::names::NameDict;
 use crate::proto::{Acl, Stat};
 use crate::txn::Zxid;
 use bytes::Bytes;
@@ -33,8 +36,9 @@ pub struct NodeStat {
 #[derive(Debug, Clone)]
 pub struct Znode {
     pub parent: NodeId,
-    /// Shared, not owned: the snapshot copy of the tree then costs a pointer per name, not the name.
-    pub name: Arc<str>,
+    /// Encoded against the slab's `NameDict` (decode with it). Shared, not owned: the snapshot
+    /// copy of the tree then costs a pointer per name, not the name.
+    pub(super) name: Encoded,
     /// `None` is jute null (zkCli's `create /a` without data), distinct from empty.
     pub data: Option<Bytes>,
     pub acl: Arc<[Acl]>,
@@ -45,7 +49,7 @@ pub struct Znode {
 }
 
 impl Znode {
-    pub fn new(parent: NodeId, name: Arc<str>, data: Option<Bytes>, acl: Arc<[Acl]>, stat: NodeStat) -> Znode {
+    pub(super) fn new(parent: NodeId, name: Encoded, data: Option<Bytes>, acl: Arc<[Acl]>, stat: NodeStat) -> Znode {
         Znode { parent, name, data, acl, stat, children: None }
     }
 
@@ -95,12 +99,12 @@ pub struct ChildNames<'a> {
     nodes: &'a Slab,
 }
 
-impl<'a> Iterator for ChildNames<'a> {
-    type Item = &'a str;
+impl Iterator for ChildNames<'_> {
+    type Item = String;
 
     fn next(&mut self) -> Option<Self::Item> {
         let id = *self.ids.as_mut()?.next()?;
-        Some(self.nodes.get(id).map_or("", |n| &n.name))
+        Some(self.nodes.get(id).map_or_else(String::new, |n| self.nodes.names.decode(&n.name)))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -116,6 +120,9 @@ pub struct Slab {
     slots: Vec<Option<Znode>>,
     free: Vec<NodeId>,
     len: usize,
+    /// The segments of every stored name; a node's name takes its uses when it is encoded
+    /// (`names.intern`) and gives them back when the node is removed.
+    pub names: NameDict,
 }
 
 impl Slab {
@@ -132,6 +139,7 @@ impl Slab {
 
     pub fn remove(&mut self, id: NodeId) -> Option<Znode> {
         let n = self.slots.get_mut(id as usize)?.take()?;
+        self.names.release(&n.name);
         self.free.push(id);
         self.len -= 1;
         Some(n)
@@ -149,8 +157,8 @@ impl Slab {
         self.len
     }
 
-    /// The child of `parent` named `name`.
-    pub fn child(&self, parent: &Znode, hash: u64, name: &str) -> Option<NodeId> {
+    /// The child of `parent` whose encoded name is `name` (`hash` hashes it).
+    pub fn child(&self, parent: &Znode, hash: u64, name: &[u8]) -> Option<NodeId> {
         let c = parent.children.as_ref()?;
         c.find(hash, |&id| self.get(id).is_some_and(|n| &*n.name == name)).copied()
     }

@@ -12,11 +12,7 @@ ZKR=target/release/zkr
 W=$(mktemp -d)
 trap 'kill -9 $(jobs -p) ${ZR:-} $(zk_pid 2>/dev/null) 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$W"' EXIT
 ZPORT=25991; RPORT=25992
-LAST="/bench/svc/providers/$(python3 -c "
-import sys
-i=$N-1
-s='dubbo%3A%2F%2F10.{}.{}.{}%3A20880%2Forg.apache.dubbo.demo.DemoService%3Fanyhost%3Dtrue%26application%3Ddemo-provider%26dubbo%3D2.0.2%26interface%3Dorg.apache.dubbo.demo.DemoService%26methods%3DsayHello%26pid%3D{}%26side%3Dprovider%26timestamp%3D1700000000000%26x%3D'.format((i>>16)&255,(i>>8)&255,i&255,i)
-print(s+'x'*(400-len(s)))")"
+LAST=$("$ZKR" bench fill --path-of $((N - 1)))
 
 cat >"$W/zoo.cfg" <<CFG
 tickTime=2000

@@ -139,15 +139,7 @@ done
 k=$((k + 1))
 
 # Fill, memory, then restart after SIGKILL (both must recover from snapshot + log).
-LAST="/bench/svc/providers/$(python3 - "$FILL" <<'PY'
-import sys
-i = int(sys.argv[1]) - 1
-s = ('dubbo%3A%2F%2F10.{}.{}.{}%3A20880%2Forg.apache.dubbo.demo.DemoService%3Fanyhost%3Dtrue%26application%3Ddemo-provider'
-     '%26dubbo%3D2.0.2%26interface%3Dorg.apache.dubbo.demo.DemoService%26methods%3DsayHello%26pid%3D{}%26side%3Dprovider'
-     '%26timestamp%3D1700000000000%26x%3D').format((i >> 16) & 255, (i >> 8) & 255, i & 255, i)
-print(s + 'x' * (400 - len(s)))
-PY
-)"
+LAST=$("$ZKR" bench fill --path-of $((FILL - 1)))
 readable() { # port: polls until getData of $LAST succeeds
   python3 - "$1" "$LAST" <<'PY'
 import sys, time, socket, struct

@@ -23,6 +23,10 @@ pub struct FillArgs {
     /// Requests in flight per session.
     #[arg(long, default_value_t = 256)]
     pub window: usize,
+    /// Print the path the fill gives node N (counting from 0) and exit, without connecting:
+    /// scripts use it to read the last node back after a restart.
+    #[arg(long, value_name = "N")]
+    pub path_of: Option<u64>,
 }
 
 pub const PARENT: &str = "/bench/svc/providers";
@@ -62,6 +66,10 @@ async fn fill_one(
 }
 
 pub async fn run(a: FillArgs) -> Result<(), BenchError> {
+    if let Some(i) = a.path_of {
+        println!("{PARENT}/{}", provider_name(i, a.name_bytes));
+        return Ok(());
+    }
     let server = a.target.server.clone();
     client::ensure_paths(&server, &["/bench".into(), "/bench/svc".into(), PARENT.into()]).await?;
     let before = a.target.server_pid.and_then(stats::sample);

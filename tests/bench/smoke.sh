@@ -57,6 +57,13 @@ check churn changes=5 relists\>0 leave_p99_us\>0 join_p99_us\>0 expiry_p99_us\>0
   churn --providers 3 --interfaces 2 --consumers 4 --rounds 2 --expiries 1 --name-bytes 200
 check sessions open=200 pings\>0 errors=0 server_cpu_pct\>0 -- sessions --count 200 --secs 1 --ping-ms 500
 check fill count=2000 ops_per_s\>0 errors=0 -- fill --count 2000
+# The restart measurements read the fill's last node back by the path `--path-of` prints.
+last=$("$ZKR" bench fill --path-of 1999)
+if "$ZKR" cli -server "127.0.0.1:$PORT" stat "$last" >"$W/stat.out" 2>&1 && grep -q '^cZxid = ' "$W/stat.out"; then
+  PASS=$((PASS + 1)); echo "PASS fill --path-of: the last node filled is there"
+else
+  FAIL=$((FAIL + 1)); echo "FAIL fill --path-of: $last"; tail -3 "$W/stat.out"
+fi
 
 echo "bench smoke: $PASS passed, $FAIL failed"
 [ $FAIL = 0 ]

@@ -2,10 +2,17 @@
 //!
 //! ```text
 //! file      snapshot.<zxid, 16 hex digits>   (written as .tmp, fsync'd, renamed, dir fsync'd)
-//! layout    "ZKRS" | version u32 = 1 | zxid i64 | nodes u64 | node* | sessions u32 | session* | crc32 u32
-//! node      path ustring | data buffer | acl vector<ACL> | czxid mzxid pzxid ctime mtime i64
+//! layout    "ZKRS" | version u32 = 2 | zxid i64 | nodes u64 | segments u32 | segment* | node*
+//!           | sessions u32 | session* | crc32 u32
+//! segment   id u32 | bytes buffer       (the name dictionary, see tree/names.rs)
+//! node      parent u32 | name buffer | data buffer | acl vector<ACL> | czxid mzxid pzxid ctime mtime i64
 //!           | version cversion aversion i32 | ephemeralOwner i64 | children u32
-//!           (parents before children; the child count sizes the child map once on load)
+//!           (parents before children, the root first with parent u32::MAX; `parent` is the
+//!           parent's position in this list and `name` the name as stored, encoded against the
+//!           segments, so loading builds no path, looks up no parent and encodes no name;
+//!           the child count sizes the child map once on load)
+//! version 1 (still read) has no segments, and a node starts with its full path (ustring)
+//!           instead of parent and name.
 //! session   id i64 | timeout i32 | flags u8 (bit 0: imported from ZooKeeper, password derived its way)
 //! ```
 //! The crc32 covers every byte before it. A snapshot is an exact image of the tree at its zxid:
@@ -23,7 +30,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 const MAGIC: &[u8; 4] = b"ZKRS";
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
+/// Snapshots written before znode names were stored encoded: each node with its full path.
+const VERSION_PATHS: u32 = 1;
 
 pub fn file_name(zxid: Zxid) -> String {
     format!("snapshot.{zxid:016x}")
@@ -57,11 +66,21 @@ pub fn encode_to(tree: &DataTree, out: &mut impl Write) -> std::io::Result<()> {
     b.put_u32(VERSION);
     b.put_i64(tree.last_zxid());
     b.put_u64(tree.node_count() as u64);
-    tree.visit(|path, n| {
+    let segments: Vec<(u32, &[u8])> = tree.name_segments().collect();
+    b.put_u32(segments.len() as u32);
+    for (id, bytes) in segments {
+        b.put_u32(id);
+        b.put_buffer(Some(bytes));
+        if b.len() >= CHUNK {
+            flush(&mut b, &mut crc, out)?;
+        }
+    }
+    tree.visit_encoded(|parent, name, n| {
         if failed.is_some() {
             return;
         }
-        b.put_ustring(path);
+        b.put_u32(parent);
+        b.put_buffer(Some(name));
         b.put_buffer(n.data.as_deref());
         write_acls(&n.acl, &mut b);
         let s = &n.stat;
@@ -117,6 +136,14 @@ pub fn write(dir: &Path, tree: &DataTree) -> Result<PathBuf, StorageError> {
     Ok(path)
 }
 
+/// Where a node read from a snapshot goes.
+enum Place {
+    /// Format 1: its full path.
+    Path(String),
+    /// Format 2: its parent's position in the file and its name as stored.
+    Encoded(u32, bytes::Bytes),
+}
+
 pub fn read(path: &Path) -> Result<DataTree, StorageError> {
     let bytes = std::fs::read(path).map_err(|e| StorageError::io(path, e))?;
     let corrupt = |offset: usize, reason: &str| StorageError::Corrupt {
@@ -131,14 +158,41 @@ pub fn read(path: &Path) -> Result<DataTree, StorageError> {
     if crc32fast::hash(body) != u32::from_be_bytes([crc[0], crc[1], crc[2], crc[3]]) {
         return Err(corrupt(body.len(), "snapshot fails its checksum"));
     }
+    let version = u32::from_be_bytes([body[4], body[5], body[6], body[7]]);
+    if version != VERSION && version != VERSION_PATHS {
+        return Err(corrupt(4, &format!("snapshot format {version} is not one this zkr reads (1 or 2)")));
+    }
+    let bad = || nom::Err::Failure(jute::DecodeError::Malformed(nom::error::ErrorKind::Verify));
     let parsed = (|| -> jute::JResult<'_, DataTree> {
         let i = &body[8..];
         let (i, zxid) = jute::long(i)?;
         let (mut i, count) = jute::long(i)?;
         let mut tree = DataTree::empty();
         tree.set_last_zxid(zxid);
-        for _ in 0..count {
-            let (r, path) = jute::ustring(i)?;
+        // Format 2: the name dictionary, then each node's parent by position.
+        let mut ids: Vec<crate::tree::NodeId> = Vec::new();
+        if version == VERSION {
+            let (r, segments) = jute::int(i)?;
+            i = r;
+            for _ in 0..segments {
+                let (r, id) = jute::int(i)?;
+                let (r, bytes) = jute::buffer(r)?;
+                if !tree.restore_segment(id as u32, bytes.as_deref().unwrap_or_default()) {
+                    return Err(bad());
+                }
+                i = r;
+            }
+            ids.reserve(usize::try_from(count).unwrap_or(0).min(body.len() / 16));
+        }
+        for k in 0..count {
+            let (r, place) = if version == VERSION {
+                let (r, parent) = jute::int(i)?;
+                let (r, name) = jute::buffer(r)?;
+                (r, Place::Encoded(parent as u32, name.unwrap_or_default()))
+            } else {
+                let (r, path) = jute::ustring(i)?;
+                (r, Place::Path(path))
+            };
             let (r, data) = jute::buffer(r)?;
             let (r, acl) = parse_acls(r)?;
             let (r, czxid) = jute::long(r)?;
@@ -152,11 +206,29 @@ pub fn read(path: &Path) -> Result<DataTree, StorageError> {
             let (r, ephemeral_owner) = jute::long(r)?;
             let (r, children) = jute::int(r)?;
             let stat = NodeStat { czxid, mzxid, pzxid, ctime, mtime, version, cversion, aversion, ephemeral_owner };
-            if !tree.restore_node(&path, data, &acl, stat, children.max(0) as usize) {
-                return Err(nom::Err::Failure(jute::DecodeError::Malformed(nom::error::ErrorKind::Verify)));
+            let children = children.max(0) as usize;
+            match place {
+                Place::Path(path) => {
+                    if !tree.restore_node(&path, data, &acl, stat, children) {
+                        return Err(bad());
+                    }
+                }
+                // The root comes first, with no parent.
+                Place::Encoded(u32::MAX, _) if k == 0 => {
+                    if !tree.restore_node("/", data, &acl, stat, children) {
+                        return Err(bad());
+                    }
+                    ids.push(crate::tree::ROOT);
+                }
+                Place::Encoded(parent, name) => {
+                    let parent = *ids.get(parent as usize).ok_or_else(bad)?;
+                    let id = tree.restore_encoded(parent, &name, data, &acl, stat, children).ok_or_else(bad)?;
+                    ids.push(id);
+                }
             }
             i = r;
         }
+        tree.finish_restore();
         let (mut i, sessions) = jute::int(i)?;
         for _ in 0..sessions {
             let (r, id) = jute::long(i)?;
@@ -208,14 +280,141 @@ mod tests {
         assert_eq!(back.sessions(), t.sessions());
     }
 
+    /// The format-1 layout, as zkr wrote it before names were stored encoded.
+    fn encode_v1(tree: &DataTree) -> Vec<u8> {
+        let mut b: Vec<u8> = Vec::new();
+        b.put_slice(MAGIC);
+        b.put_u32(VERSION_PATHS);
+        b.put_i64(tree.last_zxid());
+        b.put_u64(tree.node_count() as u64);
+        tree.visit(|path, n| {
+            b.put_ustring(path);
+            b.put_buffer(n.data.as_deref());
+            write_acls(&n.acl, &mut b);
+            let s = &n.stat;
+            for v in [s.czxid, s.mzxid, s.pzxid, s.ctime, s.mtime] {
+                b.put_i64(v);
+            }
+            for v in [s.version, s.cversion, s.aversion] {
+                b.put_i32(v);
+            }
+            b.put_i64(s.ephemeral_owner);
+            b.put_u32(n.child_count() as u32);
+        });
+        b.put_u32(tree.sessions().len() as u32);
+        for (id, info) in tree.sessions() {
+            b.put_i64(*id);
+            b.put_i32(info.timeout_ms);
+            b.put_u8(info.zk_password as u8);
+        }
+        let crc = crc32fast::hash(&b);
+        b.put_u32(crc);
+        b
+    }
+
+    fn provider(i: u32) -> String {
+        format!(
+            "dubbo%3A%2F%2F10.0.0.{i}%3A20880%2Fcom.demo.OrderService%3Fanyhost%3Dtrue%26application%3Ddemo\
+             %26methods%3DgetOrder%2CplaceOrder%26pid%3D{}%26side%3Dprovider",
+            1000 + i
+        )
+    }
+
+    fn providers_tree(n: u32) -> DataTree {
+        let mut t = DataTree::new();
+        let ctx = prep::PrepCtx { session: 0, ids: &[], ttl_enabled: true };
+        let mut z = 1;
+        let mut paths = vec!["/d".to_string(), "/d/providers".to_string(), "/d/ünï%3Dcode-name-long".to_string()];
+        paths.extend((0..n).map(|i| format!("/d/providers/{}", provider(i))));
+        for p in paths {
+            let req = CreateRequest { path: p, data: None, acl: Acl::open_unsafe(), flags: 0, ttl: None };
+            let op = prep::prepare(&t, &ctx, &MultiOp::Create(OpCode::Create, req));
+            t.apply(&Txn { zxid: z, time: 5, session: 0, op }, &mut Vec::new());
+            z += 1;
+        }
+        t
+    }
+
+    #[test]
+    fn names_round_trip_encoded_and_stay_canonical() {
+        let t = providers_tree(50);
+        let mut back = read_bytes(&encode(&t));
+        assert_eq!(back.node_count(), t.node_count());
+        assert_eq!(back.data_size(), t.data_size());
+        let mut want: Vec<String> = t.child_names(t.lookup("/d/providers").unwrap()).collect();
+        let mut got: Vec<String> = back.child_names(back.lookup("/d/providers").unwrap()).collect();
+        want.sort();
+        got.sort();
+        assert_eq!(got, want);
+        assert!(back.get("/d/ünï%3Dcode-name-long").is_some());
+        // A restored dictionary encodes new names as before: a new sibling shares its segments,
+        // and an existing name is found by lookup.
+        let ctx = prep::PrepCtx { session: 0, ids: &[], ttl_enabled: true };
+        let p = format!("/d/providers/{}", provider(77));
+        let req = CreateRequest { path: p.clone(), data: None, acl: Acl::open_unsafe(), flags: 0, ttl: None };
+        let op = prep::prepare(&back, &ctx, &MultiOp::Create(OpCode::Create, req));
+        back.apply(&Txn { zxid: 1000, time: 5, session: 0, op }, &mut Vec::new());
+        assert!(back.get(&p).is_some());
+        assert!(back.get(&format!("/d/providers/{}", provider(7))).is_some());
+        // Written again and read again: the same tree.
+        let again = read_bytes(&encode(&back));
+        assert_eq!(again.node_count(), back.node_count());
+        assert!(again.get(&p).is_some());
+    }
+
+    #[test]
+    fn reads_format_1() {
+        let t = providers_tree(20);
+        let back = read_bytes(&encode_v1(&t));
+        assert_eq!(back.node_count(), t.node_count());
+        assert_eq!(back.data_size(), t.data_size());
+        assert!(back.get(&format!("/d/providers/{}", provider(19))).is_some());
+        let names = |t: &DataTree| {
+            let mut v: Vec<String> = t.child_names(t.lookup("/d/providers").unwrap()).collect();
+            v.sort();
+            v
+        };
+        assert_eq!(names(&back), names(&t));
+        // Read as format 1, written as format 2, read again: the same names.
+        assert_eq!(names(&read_bytes(&encode(&back))), names(&t));
+    }
+
+    #[test]
+    fn refuses_a_name_without_its_segment() {
+        let t = providers_tree(3);
+        let good = encode(&t);
+        // Drop the dictionary (set its count to 0 and cut its entries out), fix the checksum.
+        let at = 4 + 4 + 8 + 8;
+        let n = u32::from_be_bytes(good[at..at + 4].try_into().unwrap());
+        assert!(n > 0);
+        let mut end = at + 4;
+        for _ in 0..n {
+            let len = u32::from_be_bytes(good[end + 4..end + 8].try_into().unwrap()) as usize;
+            end += 8 + len;
+        }
+        let mut bad = good[..at].to_vec();
+        bad.put_u32(0);
+        bad.extend_from_slice(&good[end..good.len() - 4]);
+        let crc = crc32fast::hash(&bad);
+        bad.put_u32(crc);
+        let p = std::env::temp_dir().join(format!("zkr-snap-noseg-{}", std::process::id()));
+        std::fs::write(&p, &bad).unwrap();
+        assert!(matches!(read(&p), Err(StorageError::Corrupt { .. })));
+        let _ = std::fs::remove_file(&p);
+    }
+
     fn read_bytes(b: &[u8]) -> DataTree {
-        let p = std::env::temp_dir().join(format!("zkr-snap-{}", std::process::id()));
+        // Tests run in parallel: one file per call.
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let p = std::env::temp_dir().join(format!("zkr-snap-{}-{n}", std::process::id()));
         std::fs::write(&p, b).unwrap();
         let t = read(&p).unwrap();
         let mut bad = b.to_vec();
         bad[40] ^= 1;
         std::fs::write(&p, &bad).unwrap();
         assert!(matches!(read(&p), Err(StorageError::Corrupt { .. })));
+        let _ = std::fs::remove_file(&p);
         t
     }
 }

@@ -163,21 +163,21 @@ impl DataTree {
 
     fn attach(&mut self, parent: NodeId, name: &str, data: Option<Bytes>, acl: Arc<[Acl]>, stat: NodeStat) -> NodeId {
         let enc = self.nodes.names.intern(name);
-        self.attach_encoded(parent, name, enc, data, acl, stat)
+        self.attach_encoded(parent, utf16_len(name), enc, data, acl, stat)
     }
 
     /// `attach` with the name already encoded (`enc` holds its segment uses).
     fn attach_encoded(
         &mut self,
         parent: NodeId,
-        name: &str,
+        name_utf16: u64,
         enc: node::Encoded,
         data: Option<Bytes>,
         acl: Arc<[Acl]>,
         stat: NodeStat,
     ) -> NodeId {
         let data = data.map(own_data);
-        self.data_size += self.path_len(parent) + 1 + utf16_len(name) + data.as_ref().map_or(0, |d| d.len() as u64);
+        self.data_size += self.path_len(parent) + 1 + name_utf16 + data.as_ref().map_or(0, |d| d.len() as u64);
         let name = enc;
         let id = self.nodes.insert(Znode::new(parent, name, data, acl, stat));
         self.nodes.add_child(parent, id, &self.hasher);
@@ -260,11 +260,67 @@ impl DataTree {
         if let Some(old) = self.nodes.get(parent).and_then(|p| self.nodes.child(p, hash, &enc)) {
             self.nodes.remove_child(parent, old, hash);
         }
-        let id = self.attach_encoded(parent, name, enc, data, acl, stat);
+        let id = self.attach_encoded(parent, utf16_len(name), enc, data, acl, stat);
         self.nodes.reserve_children(id, children, &self.hasher);
         self.children_changed(id);
         self.index(id, stat.ephemeral_owner);
         true
+    }
+
+    /// Puts back a name segment a snapshot (format 2) recorded; see [`names::NameDict::restore_segment`].
+    pub fn restore_segment(&mut self, id: u32, bytes: &[u8]) -> bool {
+        self.nodes.names.restore_segment(id, bytes)
+    }
+
+    /// Adds a node read from a snapshot of format 2: its name as stored (encoded against the
+    /// restored segments) under `parent`. `None` if the name refers to no restored segment or
+    /// the parent already has a child of that name (not a snapshot this code wrote).
+    pub fn restore_encoded(
+        &mut self,
+        parent: NodeId,
+        enc: &[u8],
+        data: Option<Bytes>,
+        acl: &[Acl],
+        stat: NodeStat,
+        children: usize,
+    ) -> Option<NodeId> {
+        let hash = self.hasher.hash_one(enc);
+        if self.nodes.child(self.nodes.get(parent)?, hash, enc).is_some() {
+            return None;
+        }
+        let enc = self.nodes.names.adopt(enc)?;
+        let acl = self.intern_acl(acl);
+        let utf16 = self.nodes.names.utf16_len(&enc);
+        let id = self.attach_encoded(parent, utf16, enc, data, acl, stat);
+        self.nodes.reserve_children(id, children, &self.hasher);
+        self.children_changed(id);
+        self.index(id, stat.ephemeral_owner);
+        Some(id)
+    }
+
+    /// Ends a snapshot restore (format 2): frees the segment ids no name took.
+    pub fn finish_restore(&mut self) {
+        self.nodes.names.finish_restore();
+    }
+
+    /// The name segments in use, with their ids, for a snapshot.
+    pub fn name_segments(&self) -> impl Iterator<Item = (u32, &[u8])> + '_ {
+        self.nodes.names.segments()
+    }
+
+    /// Visits every node, parents before children, with its position in the visit (the root is
+    /// 0), its parent's position (`u32::MAX` for the root) and its name as stored: what a
+    /// snapshot of format 2 writes, with no path built per node.
+    pub fn visit_encoded(&self, mut f: impl FnMut(u32, &[u8], &Znode)) {
+        let mut next = 0u32;
+        let mut stack: Vec<(NodeId, u32)> = vec![(ROOT, u32::MAX)];
+        while let Some((id, parent)) = stack.pop() {
+            let Some(n) = self.nodes.get(id) else { continue };
+            let me = next;
+            next += 1;
+            f(parent, if id == ROOT { &[] } else { &n.name }, n);
+            stack.extend(n.child_ids().map(|c| (c, me)));
+        }
     }
 
     pub fn restore_session(&mut self, id: SessionId, timeout_ms: i32, zk_password: bool) {

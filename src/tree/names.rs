@@ -24,6 +24,8 @@ pub type Encoded = Arc<[u8]>;
 const REF: u8 = 0xFF;
 /// Shorter runs stay literal: a reference is 2–4 bytes.
 const MIN_SEGMENT: usize = 8;
+/// Most segment ids a snapshot may restore (a bound on what a damaged file can make us allocate).
+const MAX_SEGMENTS: usize = 1 << 24;
 /// A token (see `cut`) with this many digits is taken as per-node (an address, port, pid, timestamp or
 /// sequence number) and stays literal, so unique values do not each take a dictionary entry.
 const VOLATILE_DIGITS: usize = 4;
@@ -51,6 +53,9 @@ enum Piece<'a> {
     Segment(&'a [u8]),
 }
 
+/// Snapshots (format 2) store names encoded, so changing this cut changes the snapshot format:
+/// a new cut needs a new snapshot version that re-encodes names on load.
+///
 /// The canonical cut of a name into pieces, in order. A name is cut into tokens, each starting
 /// at a `%` that does not continue an escape; maximal runs of stable tokens are segments if
 /// long enough, everything else literal.
@@ -243,6 +248,73 @@ impl NameDict {
             n += if p.is_ascii() { p.len() as u64 } else { String::from_utf8_lossy(p).encode_utf16().count() as u64 }
         });
         n
+    }
+
+    /// The segments in use, with their ids (what a snapshot stores once, before the names).
+    pub fn segments(&self) -> impl Iterator<Item = (u32, &[u8])> + '_ {
+        self.segs.iter().enumerate().filter(|(_, s)| s.refs > 0).map(|(id, s)| (id as u32, &*s.bytes))
+    }
+
+    /// Puts back segment `id` as a snapshot recorded it, unused until names read with
+    /// [`NameDict::adopt`] take it. False if the id is taken or out of range, or the same bytes
+    /// already have an id (one id per segment is what keeps encodings canonical).
+    pub fn restore_segment(&mut self, id: u32, bytes: &[u8]) -> bool {
+        let i = id as usize;
+        if i >= MAX_SEGMENTS || bytes.len() < MIN_SEGMENT || self.find(bytes).is_some() {
+            return false;
+        }
+        if self.segs.len() <= i {
+            self.segs.resize(i + 1, Segment { bytes: Arc::from(&[][..]), refs: 0 });
+        } else if !self.segs[i].bytes.is_empty() {
+            return false;
+        }
+        self.segs[i] = Segment { bytes: Arc::from(bytes), refs: 0 };
+        let (segs, hasher) = (&self.segs, &self.hasher);
+        let h = hasher.hash_one(bytes);
+        self.index.insert_unique(h, id, |&x| segs.get(x as usize).map_or(0, |s| hasher.hash_one(&*s.bytes)));
+        true
+    }
+
+    /// Takes the uses of an encoded name read from a snapshot (made by [`NameDict::intern`] with
+    /// the same segment ids); `None` if it refers to a segment that is not there or is cut short.
+    pub fn adopt(&mut self, enc: &[u8]) -> Option<Encoded> {
+        let mut i = 0;
+        let mut ids = Vec::new();
+        while i < enc.len() {
+            if enc[i] != REF {
+                i += 1;
+                continue;
+            }
+            i += 1;
+            let id = get_varint(enc, &mut i)?;
+            if self.segs.get(id as usize).is_none_or(|s| s.bytes.is_empty()) {
+                return None;
+            }
+            ids.push(id);
+        }
+        for id in ids {
+            if let Some(s) = self.segs.get_mut(id as usize) {
+                s.refs += 1;
+            }
+        }
+        Some(Arc::from(enc))
+    }
+
+    /// Ends a restore: segments no name took are dropped and every unused id is free again.
+    pub fn finish_restore(&mut self) {
+        self.free.clear();
+        for id in 0..self.segs.len() {
+            if self.segs[id].refs == 0 {
+                if !self.segs[id].bytes.is_empty() {
+                    let h = self.hasher.hash_one(&*self.segs[id].bytes);
+                    if let Ok(e) = self.index.find_entry(h, |&x| x as usize == id) {
+                        e.remove();
+                    }
+                    self.segs[id].bytes = Arc::from(&[][..]);
+                }
+                self.free.push(id as u32);
+            }
+        }
     }
 
     /// Segments held.

@@ -323,14 +323,12 @@ mod tests {
     fn providers_tree(n: u32) -> DataTree {
         let mut t = DataTree::new();
         let ctx = prep::PrepCtx { session: 0, ids: &[], ttl_enabled: true };
-        let mut z = 1;
         let mut paths = vec!["/d".to_string(), "/d/providers".to_string(), "/d/ünï%3Dcode-name-long".to_string()];
         paths.extend((0..n).map(|i| format!("/d/providers/{}", provider(i))));
-        for p in paths {
+        for (z, p) in (1..).zip(paths) {
             let req = CreateRequest { path: p, data: None, acl: Acl::open_unsafe(), flags: 0, ttl: None };
             let op = prep::prepare(&t, &ctx, &MultiOp::Create(OpCode::Create, req));
             t.apply(&Txn { zxid: z, time: 5, session: 0, op }, &mut Vec::new());
-            z += 1;
         }
         t
     }

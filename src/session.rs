@@ -108,11 +108,10 @@ impl ExpiryQueue {
         match self.at.insert(id, due) {
             Some(old) if old == due => return,
             Some(old) => {
+                // The emptied bucket stays until it is due, as ZooKeeper's ExpiryQueue.update
+                // leaves it: `dump` lists it with no session.
                 if let Some(b) = self.buckets.get_mut(&old) {
                     b.remove(&id);
-                    if b.is_empty() {
-                        self.buckets.remove(&old);
-                    }
                 }
             }
             None => {}
@@ -133,13 +132,11 @@ impl ExpiryQueue {
         self.round_up(heard_ms + timeout_ms) > now_ms
     }
 
+    /// Forgets a session; its bucket stays until due, even if empty (ZooKeeper's ExpiryQueue.remove).
     pub fn remove(&mut self, id: SessionId) {
         if let Some(old) = self.at.remove(&id) {
             if let Some(b) = self.buckets.get_mut(&old) {
                 b.remove(&id);
-                if b.is_empty() {
-                    self.buckets.remove(&old);
-                }
             }
         }
     }
@@ -203,9 +200,24 @@ mod tests {
         q.extend(1, 0, 1000);
         assert_eq!(q.buckets(), vec![(1600, vec![1])]);
         q.extend(1, 900, 1000);
-        assert_eq!(q.buckets(), vec![(2000, vec![1])]);
+        assert_eq!(q.buckets(), vec![(1600, vec![]), (2000, vec![1])]);
         q.extend(2, 900, 1000);
-        assert_eq!(q.buckets(), vec![(2000, vec![1])], "an unqueued session stays unqueued");
+        assert_eq!(q.buckets(), vec![(1600, vec![]), (2000, vec![1])], "an unqueued session stays unqueued");
+    }
+
+    #[test]
+    fn emptied_buckets_stay_until_due_as_in_zookeeper() {
+        let mut q = ExpiryQueue::new(100);
+        q.touch(1, 0, 1000);
+        q.touch(2, 0, 1000);
+        q.touch(1, 250, 1000);
+        q.remove(2);
+        // ZooKeeper's dump lists the emptied 1100 bucket until its time comes.
+        assert_eq!(q.buckets(), vec![(1100, vec![]), (1300, vec![1])]);
+        assert_eq!(q.expired(1100), Vec::<SessionId>::new());
+        assert_eq!(q.buckets(), vec![(1300, vec![1])]);
+        assert_eq!(q.expired(1300), vec![1]);
+        assert!(q.buckets().is_empty());
     }
 
     #[test]

@@ -71,7 +71,9 @@ def shape(v):
     if isinstance(v, dict):
         # Maps keyed by session ids, times or paths: only the shape of an entry counts.
         if v and all(re.fullmatch(r"-?\d+|/.*", k) for k in v):
-            return {"<key>": shape(next(iter(v.values())))}
+            # An emptied expiry bucket ([]) lingers until due in both servers, a timing detail.
+            entries = [x for x in v.values() if x != []] or list(v.values())
+            return {"<key>": shape(entries[0])}
         # ZooKeeper 3.8 adds *_per_namespace summaries for each top-level znode touched;
         # zkr does not keep them (a documented difference).
         return {k: shape(x) for k, x in v.items() if not k.endswith("_per_namespace")}
@@ -124,7 +126,8 @@ def main():
         zk, zkr = answers[word]
         check(f"4lw/{word} same keys", keys_of(zk, sep) == keys_of(zkr, sep), f"zk={keys_of(zk, sep)} zkr={keys_of(zkr, sep)}")
     # dump: ZooKeeper keeps empty expiry buckets around for a while; compare without them.
-    zk, zkr = (re.sub(r"(?m)^0 expire at DATE:\n", "", norm(t)) for t in answers["dump"])
+    # (Before `norm`, which turns the 0 into N.)
+    zk, zkr = (norm(re.sub(r"(?m)^0 expire at [^\n]*:\n", "", t)) for t in answers["dump"])
     zk, zkr = (re.sub(r"Sets \(N\)/\(N\)", "Sets", t) for t in (zk, zkr))
     # ZooKeeper's NIO connection buckets are its own clock; compare the ephemeral part exactly
     # and the rest line by line as shapes.

@@ -22,7 +22,7 @@
 use super::StorageError;
 use crate::proto::jute::{self, JuteWrite};
 use crate::proto::stat::{parse_acls, write_acls};
-use crate::tree::{DataTree, NodeStat};
+use crate::tree::{DataTree, NodeStat, Znode};
 use crate::txn::Zxid;
 use bytes::BufMut;
 use std::fs::File;
@@ -56,6 +56,21 @@ fn flush(b: &mut Vec<u8>, crc: &mut crc32fast::Hasher, out: &mut impl Write) -> 
     Ok(())
 }
 
+/// A node's fields after where it goes (the same in both formats): data, ACL, stat, child count.
+fn put_node(b: &mut Vec<u8>, n: &Znode) {
+    b.put_buffer(n.data.as_deref());
+    write_acls(&n.acl, b);
+    let s = &n.stat;
+    for v in [s.czxid, s.mzxid, s.pzxid, s.ctime, s.mtime] {
+        b.put_i64(v);
+    }
+    for v in [s.version, s.cversion, s.aversion] {
+        b.put_i32(v);
+    }
+    b.put_i64(s.ephemeral_owner);
+    b.put_u32(n.child_count() as u32);
+}
+
 /// Streams a snapshot into `out` in 1 MiB chunks, so writing one never holds a second copy of
 /// the tree in memory.
 pub fn encode_to(tree: &DataTree, out: &mut impl Write) -> std::io::Result<()> {
@@ -81,17 +96,7 @@ pub fn encode_to(tree: &DataTree, out: &mut impl Write) -> std::io::Result<()> {
         }
         b.put_u32(parent);
         b.put_buffer(Some(name));
-        b.put_buffer(n.data.as_deref());
-        write_acls(&n.acl, &mut b);
-        let s = &n.stat;
-        for v in [s.czxid, s.mzxid, s.pzxid, s.ctime, s.mtime] {
-            b.put_i64(v);
-        }
-        for v in [s.version, s.cversion, s.aversion] {
-            b.put_i32(v);
-        }
-        b.put_i64(s.ephemeral_owner);
-        b.put_u32(n.child_count() as u32);
+        put_node(&mut b, n);
         if b.len() >= CHUNK {
             if let Err(e) = flush(&mut b, &mut crc, out) {
                 failed = Some(e);
@@ -289,17 +294,7 @@ mod tests {
         b.put_u64(tree.node_count() as u64);
         tree.visit(|path, n| {
             b.put_ustring(path);
-            b.put_buffer(n.data.as_deref());
-            write_acls(&n.acl, &mut b);
-            let s = &n.stat;
-            for v in [s.czxid, s.mzxid, s.pzxid, s.ctime, s.mtime] {
-                b.put_i64(v);
-            }
-            for v in [s.version, s.cversion, s.aversion] {
-                b.put_i32(v);
-            }
-            b.put_i64(s.ephemeral_owner);
-            b.put_u32(n.child_count() as u32);
+            put_node(&mut b, n);
         });
         b.put_u32(tree.sessions().len() as u32);
         for (id, info) in tree.sessions() {

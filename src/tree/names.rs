@@ -108,6 +108,18 @@ fn put_varint(out: &mut Vec<u8>, mut v: u32) {
     out.push(v as u8);
 }
 
+/// Calls `f` with each segment id an encoded name refers to, in order; false (after the ids
+/// before it) if a reference is cut short, which no encoding made here has.
+fn each_ref(enc: &[u8], mut f: impl FnMut(u32)) -> bool {
+    let mut i = 0;
+    while let Some(at) = memchr::memchr(REF, &enc[i..]) {
+        i += at + 1;
+        let Some(id) = get_varint(enc, &mut i) else { return false };
+        f(id);
+    }
+    true
+}
+
 /// Reads a varint at `enc[*i..]`; `None` if it is cut short (not an encoding made here).
 fn get_varint(enc: &[u8], i: &mut usize) -> Option<u32> {
     let mut v: u32 = 0;
@@ -170,15 +182,8 @@ impl NameDict {
     /// Gives back the uses an encoded name (from [`NameDict::intern`]) took; segments no name
     /// uses any more are freed.
     pub fn release(&mut self, enc: &[u8]) {
-        let mut i = 0;
-        while i < enc.len() {
-            if enc[i] != REF {
-                i += 1;
-                continue;
-            }
-            i += 1;
-            let Some(id) = get_varint(enc, &mut i) else { return };
-            let Some(s) = self.segs.get_mut(id as usize) else { continue };
+        each_ref(enc, |id| {
+            let Some(s) = self.segs.get_mut(id as usize) else { return };
             s.refs = s.refs.saturating_sub(1);
             if s.refs == 0 {
                 let h = self.hasher.hash_one(&*s.bytes);
@@ -188,7 +193,7 @@ impl NameDict {
                 self.segs[id as usize].bytes = Arc::from(&[][..]);
                 self.free.push(id);
             }
-        }
+        });
     }
 
     /// The stored form `name` has if some node has it; `None` if one of its segments is in no
@@ -278,25 +283,17 @@ impl NameDict {
     /// Takes the uses of an encoded name read from a snapshot (made by [`NameDict::intern`] with
     /// the same segment ids); `None` if it refers to a segment that is not there or is cut short.
     pub fn adopt(&mut self, enc: &[u8]) -> Option<Encoded> {
-        let mut i = 0;
-        let mut ids = Vec::new();
-        while i < enc.len() {
-            if enc[i] != REF {
-                i += 1;
-                continue;
-            }
-            i += 1;
-            let id = get_varint(enc, &mut i)?;
-            if self.segs.get(id as usize).is_none_or(|s| s.bytes.is_empty()) {
-                return None;
-            }
-            ids.push(id);
+        // Checked first, taken second: a bad name takes nothing.
+        let mut known = true;
+        let whole = each_ref(enc, |id| known &= self.segs.get(id as usize).is_some_and(|s| !s.bytes.is_empty()));
+        if !whole || !known {
+            return None;
         }
-        for id in ids {
+        each_ref(enc, |id| {
             if let Some(s) = self.segs.get_mut(id as usize) {
                 s.refs += 1;
             }
-        }
+        });
         Some(Arc::from(enc))
     }
 

@@ -5,7 +5,7 @@
 //! (ZooKeeper's outstanding ChangeRecords), so nothing touches the tree before apply.
 
 use super::{acl, path, DataTree, NodeStat};
-use crate::proto::{perms, Acl, CreateMode, CreateRequest, ErrorCode, Id, MultiOp, OpCode};
+use crate::proto::{perms, Acl, CreateMode, CreateRequest, ErrorCode, Id, MultiOp, OpCode, RequestBody};
 use crate::txn::{owner, SessionId, TxnOp};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -190,6 +190,25 @@ fn op(pending: &mut Pending, ctx: &PrepCtx, op: &MultiOp) -> Result<TxnOp, Error
 pub fn prepare(tree: &DataTree, ctx: &PrepCtx, request: &MultiOp) -> TxnOp {
     let mut pending = Pending { tree, overlay: HashMap::new() };
     op(&mut pending, ctx, request).unwrap_or_else(TxnOp::Error)
+}
+
+/// Prepares any write request (create, delete, setData, setACL, multi, reconfig) into the txn
+/// that records it; an error becomes an error txn, which still takes its zxid as ZooKeeper's
+/// ErrorTxn does. Both the standalone core and every ensemble member call this with the same
+/// tree and request, so it must stay deterministic.
+pub fn prepare_request(tree: &DataTree, ctx: &PrepCtx, op: OpCode, body: &RequestBody) -> TxnOp {
+    let mut pending = Pending { tree, overlay: HashMap::new() };
+    let prepared = match body {
+        RequestBody::Create(c) => create(&mut pending, ctx, op, c),
+        RequestBody::Delete { path, version } => delete(&mut pending, ctx, path, *version),
+        RequestBody::SetData { path, data, version } => set_data(&mut pending, ctx, path, data, *version),
+        RequestBody::SetAcl { path, acl, version } => return prepare_set_acl(tree, ctx, path, acl, *version),
+        RequestBody::Multi(ops) => return prepare_multi(tree, ctx, ops),
+        // Standalone: PrepRequestProcessor throws ReconfigDisabled, an error txn.
+        RequestBody::Reconfig { .. } => Err(ErrorCode::ReconfigDisabled),
+        _ => Err(ErrorCode::Unimplemented),
+    };
+    prepared.unwrap_or_else(TxnOp::Error)
 }
 
 /// Prepares setACL: validate, fix up the ACL, ADMIN on the node, aversion check.

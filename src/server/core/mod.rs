@@ -10,6 +10,7 @@
 mod auth;
 mod sessions;
 mod watches;
+mod writes;
 
 use super::committer::{Batch, CommitQueue, Delivery};
 use super::reads::{self, Reader};
@@ -459,45 +460,18 @@ impl Core {
                 self.reply(conn, xid, Ok(Response::WhoAmI(infos)));
             }
             RequestBody::Auth { scheme, auth, .. } => self.auth(conn, sid, xid, &scheme, auth.as_deref()),
-            RequestBody::Create(c) => self.write(conn, sid, xid, op, MultiOp::Create(op, c)),
-            RequestBody::Delete { path, version } => self.write(conn, sid, xid, op, MultiOp::Delete { path, version }),
-            RequestBody::SetData { path, data, version } => {
-                self.write(conn, sid, xid, op, MultiOp::SetData { path, data, version })
-            }
-            RequestBody::SetAcl { path, acl, version } => {
-                let ids = ids_of(&self.sessions, sid);
-                let ctx = prep::PrepCtx { session: sid, ids, ttl_enabled: self.cfg.ttl_enabled };
-                let txn = prep::prepare_set_acl(&self.tree, &ctx, &path, &acl, version);
-                let (_, outcome) = self.commit(sid, txn);
-                let result = match outcome {
-                    OpOutcome::SetAcl { stat } => Ok(Response::Stat(stat)),
-                    OpOutcome::Error(e) => Err(e),
-                    _ => Err(ErrorCode::SystemError),
-                };
-                self.reply(conn, xid, result);
-            }
-            RequestBody::Multi(ops) if op == OpCode::Multi => {
-                let ids = ids_of(&self.sessions, sid);
-                let ctx = prep::PrepCtx { session: sid, ids, ttl_enabled: self.cfg.ttl_enabled };
-                let txn = prep::prepare_multi(&self.tree, &ctx, &ops);
-                let (_, outcome) = self.commit(sid, txn);
-                let results = match outcome {
-                    OpOutcome::Multi(v) => v.into_iter().zip(ops.iter()).map(|(o, op)| multi_result(o, op)).collect(),
-                    _ => Vec::new(),
-                };
-                self.reply(conn, xid, Ok(Response::Multi(results)));
-            }
-            RequestBody::Multi(ops) => {
+            RequestBody::Multi(ops) if op != OpCode::Multi => {
                 let ids = ids_of(&self.sessions, sid);
                 let r = Reader { ids, watcher: conn };
                 let res = reads::multi_read(&self.tree, &mut self.watches, &r, &ops);
                 self.reply(conn, xid, res);
             }
-            RequestBody::Reconfig { .. } => {
-                // Standalone: PrepRequestProcessor throws ReconfigDisabled, an error txn.
-                self.commit(sid, TxnOp::Error(ErrorCode::ReconfigDisabled));
-                self.reply(conn, xid, Err(ErrorCode::ReconfigDisabled));
-            }
+            body @ (RequestBody::Create(_)
+            | RequestBody::Delete { .. }
+            | RequestBody::SetData { .. }
+            | RequestBody::SetAcl { .. }
+            | RequestBody::Multi(_)
+            | RequestBody::Reconfig { .. }) => self.write(conn, sid, xid, op, body),
             RequestBody::PathWatch { path, watch } => {
                 let ids = ids_of(&self.sessions, sid);
                 let r = Reader { ids, watcher: conn };
@@ -552,22 +526,6 @@ impl Core {
             RequestBody::Sasl { token } => self.sasl(conn, sid, xid, token.as_deref().unwrap_or(&[])),
         }
     }
-
-    fn write(&mut self, conn: ConnId, sid: SessionId, xid: i32, op: OpCode, request: MultiOp) {
-        let ids = ids_of(&self.sessions, sid);
-        let ctx = prep::PrepCtx { session: sid, ids, ttl_enabled: self.cfg.ttl_enabled };
-        let txn = prep::prepare(&self.tree, &ctx, &request);
-        let (_, outcome) = self.commit(sid, txn);
-        let result = match (outcome, op) {
-            (OpOutcome::Created { path, .. }, OpCode::Create) => Ok(Response::Path(path)),
-            (OpOutcome::Created { path, stat }, _) => Ok(Response::Create2 { path, stat }),
-            (OpOutcome::Deleted, _) => Ok(Response::Empty),
-            (OpOutcome::SetData { stat }, _) => Ok(Response::Stat(stat)),
-            (OpOutcome::Error(e), _) => Err(e),
-            _ => Err(ErrorCode::SystemError),
-        };
-        self.reply(conn, xid, result);
-    }
 }
 
 /// A session's identities, borrowed from the session table only, so that the tree and the watch
@@ -581,20 +539,5 @@ fn client_user(id: &Id) -> String {
     match id.scheme.as_str() {
         "digest" => id.id.split(':').next().unwrap_or("").to_owned(),
         _ => id.id.clone(),
-    }
-}
-
-/// A multi sub-result as `FinalRequestProcessor` builds it.
-fn multi_result(outcome: OpOutcome, op: &MultiOp) -> MultiResult {
-    match outcome {
-        OpOutcome::Created { path, .. } if matches!(op, MultiOp::Create(OpCode::Create, _)) => {
-            MultiResult::Create { path }
-        }
-        OpOutcome::Created { path, stat } => MultiResult::Create2 { path, stat },
-        OpOutcome::Deleted => MultiResult::Delete,
-        OpOutcome::SetData { stat } => MultiResult::SetData { stat },
-        OpOutcome::Checked => MultiResult::Check,
-        OpOutcome::Error(e) => MultiResult::Error(e.code()),
-        _ => MultiResult::Error(ErrorCode::SystemError.code()),
     }
 }

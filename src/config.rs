@@ -16,6 +16,8 @@ pub enum ConfigError {
     Read { file: String, source: std::io::Error },
     #[error("invalid configuration: {0}")]
     Invalid(String),
+    #[error("{0}")]
+    Ensemble(#[from] crate::raft::members::MembersError),
 }
 
 /// Flags of `zkr serve`; `None` means "not given" so that zoo.cfg can fill it.
@@ -88,6 +90,13 @@ pub struct ServeArgs {
     /// A ZooKeeper zoo.cfg to read.
     #[arg(long)]
     pub config: Option<PathBuf>,
+    /// This member's id in an ensemble (ZooKeeper's myid file); needs --peers or server.N lines.
+    #[arg(long)]
+    pub id: Option<u64>,
+    /// The ensemble's members and their peer ports: `1=host:port,2=host:port,…`
+    /// (zoo.cfg's server.N lines: `N=host:peerPort:electionPort[:observer]` is accepted too).
+    #[arg(long)]
+    pub peers: Option<String>,
     /// TLS client port (zoo.cfg secureClientPort); runs beside the plaintext port.
     #[arg(long)]
     pub secure_port: Option<u16>,
@@ -196,6 +205,8 @@ pub struct Config {
     pub sasl_users: Option<crate::security::jaas::Users>,
     /// SASL user that gets `super`.
     pub sasl_super_user: Option<String>,
+    /// The ensemble this server is a member of; `None` standalone.
+    pub ensemble: Option<crate::raft::members::Ensemble>,
 }
 
 impl Default for Config {
@@ -230,12 +241,18 @@ impl Default for Config {
             x509_super_user: None,
             sasl_users: None,
             sasl_super_user: None,
+            ensemble: None,
         }
     }
 }
 
 /// Keys zkr reads.
 const USED: &[&str] = &[
+    "initLimit",
+    "syncLimit",
+    "standaloneEnabled",
+    "reconfigEnabled",
+    "dynamicConfigFile",
     "clientPort",
     "clientPortAddress",
     "dataDir",
@@ -427,7 +444,7 @@ impl Config {
             c.x509_super_user = keys.get("X509AuthenticationProvider.superUser").map(|(v, _)| v.clone());
             c.sasl_super_user = keys.get("superUser").map(|(v, _)| v.clone());
             for (k, (_, line)) in keys.iter() {
-                if !USED.contains(&k.as_str()) {
+                if !USED.contains(&k.as_str()) && !k.starts_with("server.") {
                     tracing::info!(file = %name, line, key = %k, "zoo.cfg key not used by zkr, ignored");
                 }
             }
@@ -515,6 +532,23 @@ impl Config {
         }
         if c.container_check_interval_ms == 0 {
             return Err(ConfigError::Invalid("container check interval must be positive".into()));
+        }
+        let file_keys = file.map(|f| (f.name.as_str(), &f.keys));
+        c.ensemble = crate::raft::members::resolve(file_keys, args.id, args.peers.as_deref(), &c.data_dir)?;
+        if let Some(ens) = &c.ensemble {
+            c.server_id = ens.my_id as u8;
+            // `server.N=…;[addr:]port` names this member's client port (ZooKeeper 3.5+); it
+            // wins over clientPort, and a --port flag wins over both.
+            if let Some((addr, port)) = ens.me().and_then(|m| m.client.clone()) {
+                if args.port.is_none() {
+                    c.port = port;
+                }
+                if args.bind.is_none() {
+                    if let Ok(ip) = addr.parse() {
+                        c.bind = ip;
+                    }
+                }
+            }
         }
         Ok(c)
     }

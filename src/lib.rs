@@ -21,6 +21,7 @@ pub mod config;
 pub mod dubbo;
 pub mod import;
 pub mod proto;
+pub mod raft;
 pub mod security;
 pub mod server;
 pub mod session;

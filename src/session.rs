@@ -51,9 +51,13 @@ impl Passwords {
 
     /// Constant-time comparison.
     pub fn verify(&self, id: SessionId, given: &[u8]) -> bool {
-        let want = self.for_session(id);
-        given.len() == PASSWORD_LEN && want.iter().zip(given).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+        same_password(&self.for_session(id), given)
     }
+}
+
+/// Constant-time comparison of a session password with what a client sent.
+pub fn same_password(want: &[u8; PASSWORD_LEN], given: &[u8]) -> bool {
+    given.len() == PASSWORD_LEN && want.iter().zip(given).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
 }
 
 /// The password ZooKeeper gives session `id`: `new java.util.Random(id ^ 0xB3415C00).nextBytes`

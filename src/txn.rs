@@ -26,6 +26,9 @@ pub struct Txn {
 pub enum TxnOp {
     CreateSession {
         timeout_ms: i32,
+        /// Set in an ensemble: the password every member checks on re-attach. Standalone
+        /// sessions derive theirs from the data directory's secret instead.
+        password: Option<[u8; crate::proto::PASSWORD_LEN]>,
     },
     /// Deletes the session's ephemerals.
     CloseSession,

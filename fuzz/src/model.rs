@@ -401,7 +401,7 @@ pub fn run(ops: &[Op]) {
         tree.apply(&txn, &mut changes)
     };
     for _ in 0..SESSIONS {
-        apply(&mut tree, next_session, TxnOp::CreateSession { timeout_ms: 30_000 });
+        apply(&mut tree, next_session, TxnOp::CreateSession { timeout_ms: 30_000, password: None });
         model.zxid += 1;
         sessions.push(next_session);
         next_session += 1;
@@ -463,7 +463,7 @@ pub fn run(ops: &[Op]) {
                 model.zxid += 1;
                 // The slot gets a fresh session, as a reconnecting client would.
                 sessions[*session] = next_session;
-                apply(&mut tree, next_session, TxnOp::CreateSession { timeout_ms: 30_000 });
+                apply(&mut tree, next_session, TxnOp::CreateSession { timeout_ms: 30_000, password: None });
                 next_session += 1;
             }
         }

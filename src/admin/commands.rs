@@ -170,7 +170,7 @@ fn server_stats(ops: &Ops, core: &crate::server::core::CoreStats, m: &mut Map<St
         "data_dir_size": data_size,
         "log_dir_size": log_size,
         "provider_null": false,
-        "server_state": "standalone",
+        "server_state": ops.mode(),
         "last_processed_zxid": core.last_zxid,
         "outstanding_requests": s.outstanding.load(Ordering::Relaxed).max(0),
         "avg_latency": avg,

@@ -79,7 +79,7 @@ pub fn read_snapshot(path: &Path, zxid: Zxid) -> Result<DataTree, ImportError> {
     for _ in 0..sessions.max(0) {
         let id = c.long("session id")?;
         let timeout = c.int("session timeout")?;
-        tree.restore_session(id, timeout, true);
+        tree.restore_session(id, timeout, true, None);
     }
     let mut acls: HashMap<i64, Vec<Acl>> = HashMap::new();
     let n = c.int("acl cache size")?;
@@ -185,7 +185,7 @@ fn txn_op(c: &mut Cursor, ty: i32, client: i64) -> Result<TxnOp, ImportError> {
             c.int("version")?;
             TxnOp::Check { path }
         }
-        -10 => TxnOp::CreateSession { timeout_ms: c.int("timeout")? },
+        -10 => TxnOp::CreateSession { timeout_ms: c.int("timeout")?, password: None },
         // closeSession: 3.6+ lists the paths to delete; the ephemerals index gives the same set.
         -11 => TxnOp::CloseSession,
         -1 => {

@@ -59,6 +59,10 @@ pub fn long(i: &[u8]) -> JResult<'_, i64> {
 }
 
 /// jute bool: one byte, any non-zero value is true (Java's `readBool` is `readByte() != 0`).
+pub fn byte(i: &[u8]) -> JResult<'_, u8> {
+    truncated(be_u8(i))
+}
+
 pub fn boolean(i: &[u8]) -> JResult<'_, bool> {
     let (i, b) = truncated(be_u8(i))?;
     Ok((i, b != 0))

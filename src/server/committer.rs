@@ -125,7 +125,7 @@ fn fatal(e: crate::storage::StorageError) -> ! {
     std::process::exit(70);
 }
 
-fn deliver(d: Delivery) {
+pub fn deliver(d: Delivery) {
     match d.tx.try_send(d.msg) {
         Ok(()) => {}
         Err(mpsc::error::TrySendError::Full(_)) => {

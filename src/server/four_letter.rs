@@ -30,6 +30,15 @@ pub async fn render(word: &str, ops: &Ops) -> String {
     if !allowed {
         return format!("{word} is not executed because it is not in the whitelist.\n");
     }
+    if !ops.serving() {
+        // A member without a leader has no running ZooKeeperServer: the words that need one say
+        // so (FourLetterCommand.ZK_NOT_SERVING); isro says "null".
+        match word {
+            "ruok" | "envi" | "dirs" => {}
+            "isro" => return "null".to_owned(),
+            _ => return "This ZooKeeper instance is not currently serving requests\n".to_owned(),
+        }
+    }
     match word {
         // ruok and isro answer without a newline, as ZooKeeper does.
         "ruok" => "imok".to_owned(),
@@ -41,6 +50,12 @@ pub async fn render(word: &str, ops: &Ops) -> String {
             let mut out = String::new();
             for (k, v) in ops.monitor(&core) {
                 let _ = writeln!(out, "zk_{k}\t{}", v.text());
+            }
+            if let Some(d) = core.digest {
+                // zkr's addition on ensemble members: the tree digest at the last applied zxid,
+                // equal on every member that applied the same log (ZooKeeper 3.6 keeps the same
+                // kind of digest and counts mismatches in zk_digest_mismatches_count).
+                let _ = writeln!(out, "zk_digest\t{d}\nzk_digest_zxid\t0x{:x}", core.last_zxid);
             }
             out
         }
@@ -144,7 +159,7 @@ async fn server_stats(ops: &Ops, with_clients: bool) -> String {
     }
     let _ = write!(
         out,
-        "Latency min/avg/max: {}/{}/{}\nReceived: {}\nSent: {}\nConnections: {}\nOutstanding: {}\nZxid: 0x{:x}\nMode: standalone\nNode count: {}\n",
+        "Latency min/avg/max: {}/{}/{}\nReceived: {}\nSent: {}\nConnections: {}\nOutstanding: {}\nZxid: 0x{:x}\nMode: {}\nNode count: {}\n",
         s.latency.min(),
         java_double(s.latency.avg()),
         s.latency.max(),
@@ -153,8 +168,13 @@ async fn server_stats(ops: &Ops, with_clients: bool) -> String {
         ops.stats.conns.len(),
         s.outstanding.load(Ordering::Relaxed).max(0),
         core.last_zxid,
+        ops.mode(),
         core.znodes
     );
+    if ops.mode() == "leader" {
+        // The leader's extra line (zkr does not measure proposal sizes: -1, ZooKeeper's "none").
+        out.push_str("Proposal sizes last/min/max: -1/-1/-1\n");
+    }
     out
 }
 

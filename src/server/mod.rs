@@ -1,7 +1,7 @@
 //! The server: accept loops (plaintext and, if configured, TLS), per-IP connection limits, the core thread and its ticker, and an
 //! ordered shutdown (stop accepting, close connections, let the core drain and stop).
 
-mod committer;
+pub(crate) mod committer;
 mod conn;
 pub mod core;
 pub mod four_letter;
@@ -35,6 +35,8 @@ pub enum StartError {
     Thread(std::io::Error),
     #[error("secure client port: {0}")]
     Tls(#[from] crate::security::tls::TlsError),
+    #[error("ensemble: {0}")]
+    Ensemble(String),
 }
 
 /// A running server.
@@ -48,7 +50,26 @@ pub struct Server {
     core: Option<std::thread::JoinHandle<()>>,
     log: Option<std::thread::JoinHandle<()>>,
     admin_addr: Option<SocketAddr>,
+    /// The Raft side of an ensemble member.
+    member: Option<Member>,
     _lock: std::fs::File,
+}
+
+/// An ensemble member's Raft node and what the operator views read of it.
+pub struct Member {
+    pub raft: crate::raft::types::Raft,
+    pub status: Arc<crate::raft::member::MemberStatus>,
+    pub peer_addr: SocketAddr,
+}
+
+/// The core and its log, however this server keeps its state.
+struct Started {
+    core_tx: mpsc::Sender<CoreMsg>,
+    core: std::thread::JoinHandle<()>,
+    log: Option<std::thread::JoinHandle<()>>,
+    durable: committer::Durable,
+    member: Option<Member>,
+    lock: std::fs::File,
 }
 
 /// Decrements the per-IP and total counts when a connection ends.
@@ -105,30 +126,13 @@ impl Server {
             }
             None => None,
         };
-        let started = std::time::Instant::now();
-        let recovered = crate::storage::recover(&cfg)?;
-        let zxid = recovered.tree.last_zxid();
-        tracing::info!(
-            data_dir = %cfg.data_dir.display(),
-            zxid = format!("0x{zxid:x}"),
-            znodes = recovered.tree.node_count(),
-            sessions = recovered.tree.sessions().len(),
-            replayed = recovered.replayed,
-            ms = started.elapsed().as_millis() as u64,
-            "recovered"
-        );
-        let layout = crate::storage::Layout::new(&cfg);
-        let wal = crate::storage::wal::Wal::open(&layout.log_dir, recovered.tail, zxid + 1, cfg.force_sync)?;
-        let durable = Arc::new(std::sync::atomic::AtomicI64::new(zxid));
         let stats = Arc::new(stats::ServerStats::default());
-        let (log_tx, log) = committer::spawn(wal, durable.clone(), stats.clone()).map_err(StartError::Thread)?;
-        let (core_tx, core_rx) = mpsc::channel(CORE_QUEUE);
-        let core = Core::new(cfg.clone(), recovered.tree, recovered.secret, log_tx, durable.clone(), stats.clone());
-        let core = std::thread::Builder::new()
-            .name("zkr-core".into())
-            .spawn(move || core.run(core_rx))
-            .map_err(StartError::Thread)?;
         let shutdown = CancellationToken::new();
+        let st = match &cfg.ensemble {
+            None => start_standalone(&cfg, &stats)?,
+            Some(ens) => start_member(&cfg, ens, &stats, &shutdown).await?,
+        };
+        let Started { core_tx, core, log, durable, member, lock } = st;
 
         let tick = Duration::from_millis((cfg.tick_time_ms as u64 / 2).clamp(10, 100));
         let (ticker_tx, ticker_stop) = (core_tx.clone(), shutdown.clone());
@@ -142,7 +146,13 @@ impl Server {
             }
         });
 
-        let ops = Arc::new(ops::Ops { cfg: cfg.clone(), core: core_tx.downgrade(), stats: stats.clone() });
+        let member_view = member.as_ref().map(|m| ops::MemberView { status: m.status.clone(), raft: m.raft.clone() });
+        let ops = Arc::new(ops::Ops {
+            cfg: cfg.clone(),
+            core: core_tx.downgrade(),
+            stats: stats.clone(),
+            member: member_view,
+        });
         let admin_addr = if cfg.admin_enabled {
             // The Dubbo view reads the registry as a client of this server's own port.
             let own = match addr.ip() {
@@ -183,10 +193,16 @@ impl Server {
             shutdown,
             accept,
             core: Some(core),
-            log: Some(log),
+            log,
             admin_addr,
-            _lock: recovered.lock,
+            member,
+            _lock: lock,
         })
+    }
+
+    /// The ensemble member's Raft side, if this server is one.
+    pub fn member(&self) -> Option<&Member> {
+        self.member.as_ref()
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -214,6 +230,9 @@ impl Server {
     /// snapshot, and waits for the log to be flushed.
     pub async fn shutdown(mut self) {
         self.shutdown.cancel();
+        if let Some(m) = self.member.take() {
+            let _ = m.raft.shutdown().await;
+        }
         drop(self.core_tx.take());
         for a in self.accept.drain(..) {
             let _ = a.await;
@@ -323,4 +342,93 @@ async fn accept_loop(listener: TcpListener, tls: Option<tokio_rustls::TlsAccepto
             drop(slot);
         });
     }
+}
+
+/// A standalone server: the write-ahead log, its committer thread, the core.
+fn start_standalone(cfg: &Arc<Config>, stats: &Arc<stats::ServerStats>) -> Result<Started, StartError> {
+    let started = std::time::Instant::now();
+    let recovered = crate::storage::recover(cfg)?;
+    let zxid = recovered.tree.last_zxid();
+    tracing::info!(
+        data_dir = %cfg.data_dir.display(),
+        zxid = format!("0x{zxid:x}"),
+        znodes = recovered.tree.node_count(),
+        sessions = recovered.tree.sessions().len(),
+        replayed = recovered.replayed,
+        ms = started.elapsed().as_millis() as u64,
+        "recovered"
+    );
+    let layout = crate::storage::Layout::new(cfg);
+    let wal = crate::storage::wal::Wal::open(&layout.log_dir, recovered.tail, zxid + 1, cfg.force_sync)?;
+    let durable = Arc::new(std::sync::atomic::AtomicI64::new(zxid));
+    let (log_tx, log) = committer::spawn(wal, durable.clone(), stats.clone()).map_err(StartError::Thread)?;
+    let (core_tx, core_rx) = mpsc::channel(CORE_QUEUE);
+    let core =
+        Core::new(cfg.clone(), recovered.tree, recovered.secret, Some(log_tx), durable.clone(), stats.clone(), None);
+    let core = std::thread::Builder::new()
+        .name("zkr-core".into())
+        .spawn(move || core.run(core_rx))
+        .map_err(StartError::Thread)?;
+    Ok(Started { core_tx, core, log: Some(log), durable, member: None, lock: recovered.lock })
+}
+
+/// An ensemble member: the Raft log and snapshots, openraft, the peer port, the core.
+async fn start_member(
+    cfg: &Arc<Config>,
+    ens: &crate::raft::members::Ensemble,
+    stats: &Arc<stats::ServerStats>,
+    shutdown: &CancellationToken,
+) -> Result<Started, StartError> {
+    use crate::raft::{member, network, state_machine};
+    let me = ens.my_id;
+    let spec = ens.me().cloned().ok_or_else(|| StartError::Ensemble(format!("server.{me} is not in the ensemble")))?;
+    std::fs::create_dir_all(&cfg.data_dir).map_err(|e| crate::storage::StorageError::io(&cfg.data_dir, e))?;
+    let lock = crate::storage::lock(&cfg.data_dir)?;
+    let secret = crate::storage::secret(&cfg.data_dir)?;
+    let started = std::time::Instant::now();
+    let rec = crate::raft::recover(cfg)?;
+    let raft_cfg = crate::raft::raft_config(cfg, ens).map_err(StartError::Ensemble)?;
+    tracing::info!(
+        id = me,
+        zxid = format!("0x{:x}", rec.tree.last_zxid()),
+        znodes = rec.tree.node_count(),
+        sessions = rec.tree.sessions().len(),
+        applied = ?rec.applied,
+        ms = started.elapsed().as_millis() as u64,
+        "ensemble member recovered its snapshot; the log is applied as the ensemble commits it"
+    );
+    let durable = Arc::new(std::sync::atomic::AtomicI64::new(rec.tree.last_zxid()));
+    let (repl, proposals) = crate::raft::core_side(me, &rec);
+    let (core_tx, core_rx) = mpsc::channel(CORE_QUEUE);
+    let crate::raft::Recovered { tree, applied, membership, log, snap_dir } = rec;
+    let core = Core::new(cfg.clone(), tree, secret, None, durable.clone(), stats.clone(), Some(repl));
+    let core = std::thread::Builder::new()
+        .name("zkr-core".into())
+        .spawn(move || core.run(core_rx))
+        .map_err(StartError::Thread)?;
+    let sm = state_machine::StateMachine::new(core_tx.clone(), snap_dir, applied, membership);
+    let raft = crate::raft::types::Raft::new(me, Arc::new(raft_cfg), network::Network { me }, log, sm)
+        .await
+        .map_err(|e| StartError::Ensemble(format!("cannot start Raft: {e}")))?;
+    let peer = spec.peer_addr();
+    let listener = TcpListener::bind(&peer).await.map_err(|source| StartError::Bind { addr: peer.clone(), source })?;
+    let peer_addr = listener.local_addr().map_err(|source| StartError::Bind { addr: peer.clone(), source })?;
+    let status = Arc::new(member::MemberStatus::default());
+    tokio::spawn(member::serve_peers(listener, raft.clone(), core_tx.clone(), status.clone(), shutdown.clone()));
+    let voters: std::collections::BTreeMap<u64, crate::raft::members::ServerSpec> =
+        ens.members.iter().filter(|(_, s)| !s.observer).map(|(id, s)| (*id, s.clone())).collect();
+    if !raft.is_initialized().await.unwrap_or(true) {
+        // Every member of a new ensemble proposes the same initial membership (openraft allows
+        // it); whoever wins the first election commits it.
+        if let Err(e) = raft.initialize(voters).await {
+            tracing::debug!("initialize: {e}");
+        }
+    }
+    let shared = Arc::new(parking_lot::RwLock::new(ens.clone()));
+    tokio::spawn(member::propose(me, shared, raft.clone(), core_tx.clone(), proposals));
+    let stale = crate::raft::stale_after(cfg, ens);
+    tokio::spawn(member::watch_role(raft.clone(), core_tx.clone(), status.clone(), stale, shutdown.clone()));
+    tracing::info!(id = me, peer = %peer_addr, members = ens.members.len(), "ensemble member started");
+    let member = Member { raft, status, peer_addr };
+    Ok(Started { core_tx, core, log: None, durable, member: Some(member), lock })
 }

@@ -21,6 +21,12 @@ pub const VERSION: &str = concat!("3.9.0-zkr-", env!("CARGO_PKG_VERSION"), ", bu
 /// mntr's keys in ZooKeeper 3.8's order (without `zk_`), as Debian's 3.8.0 prints them in
 /// standalone mode; exporters look them up by name, people diff them by position.
 const MNTR_KEYS: &str = include_str!("mntr_keys.txt");
+/// The same on an ensemble's followers and observers (Debian's 3.8.0, a 3-member ensemble):
+/// `peer_state` and `quorum_size` join in.
+const MNTR_KEYS_FOLLOWER: &str = include_str!("mntr_keys_follower.txt");
+/// The same on its leader: the proposal sizes, synced learners, pending syncs, leader uptime.
+/// (Its per-learner `learner_handler_qp_*` keys are left out: zkr has no learner handlers.)
+const MNTR_KEYS_LEADER: &str = include_str!("mntr_keys_leader.txt");
 
 /// A value in mntr / the monitor command: ZooKeeper prints longs, doubles and strings.
 #[derive(Debug, Clone, PartialEq)]
@@ -78,9 +84,79 @@ pub struct Ops {
     /// Weak, so that operator views never keep the core alive at shutdown.
     pub core: mpsc::WeakSender<CoreMsg>,
     pub stats: Arc<ServerStats>,
+    /// An ensemble member's Raft side; `None` standalone.
+    pub member: Option<MemberView>,
+}
+
+/// What the operator views read of an ensemble member.
+#[derive(Clone)]
+pub struct MemberView {
+    pub status: Arc<crate::raft::member::MemberStatus>,
+    pub raft: crate::raft::types::Raft,
+}
+
+/// The leader's view of its followers (mntr's quorum keys).
+#[derive(Debug, Clone, Default)]
+pub struct QuorumView {
+    pub learners: usize,
+    pub synced_followers: usize,
+    pub synced_observers: usize,
+    pub quorum_size: usize,
 }
 
 impl Ops {
+    /// Milliseconds since this member became leader (0 on other members).
+    pub fn leader_uptime_ms(&self) -> u64 {
+        let Some(m) = &self.member else { return 0 };
+        let since = m.status.leader_since.load(Ordering::Acquire);
+        if since == 0 || m.status.role.lock().0 != crate::server::core::replicated::Role::Leader {
+            return 0;
+        }
+        crate::session::mono_ms().saturating_sub(since)
+    }
+
+    /// `srvr`'s Mode: standalone, leader, follower, observer (or looking: not serving).
+    pub fn mode(&self) -> &'static str {
+        match &self.member {
+            None => "standalone",
+            Some(m) => m.status.role.lock().0.name(),
+        }
+    }
+
+    /// False while an ensemble member has no leader: ZooKeeper then answers the words that need
+    /// a running server with "not currently serving requests".
+    pub fn serving(&self) -> bool {
+        self.mode() != "looking"
+    }
+
+    /// The leader's followers and observers, and how many are caught up (within one heartbeat
+    /// batch of the leader's log); zeros on other members.
+    pub fn quorum(&self) -> QuorumView {
+        let Some(m) = &self.member else { return QuorumView::default() };
+        let metrics = m.raft.metrics().borrow().clone();
+        let voters: Vec<u64> = metrics.membership_config.membership().voter_ids().collect();
+        let mut q = QuorumView { quorum_size: voters.len(), ..QuorumView::default() };
+        if metrics.state != openraft::ServerState::Leader {
+            return q;
+        }
+        let last = metrics.last_log_index.unwrap_or(0);
+        for (id, matched) in metrics.replication.iter().flatten() {
+            if *id == metrics.id {
+                continue;
+            }
+            q.learners += 1;
+            let synced = matched.is_some_and(|l| last.saturating_sub(l.index) <= 1000);
+            if synced {
+                if voters.contains(id) {
+                    q.synced_followers += 1;
+                } else {
+                    q.synced_observers += 1;
+                }
+            }
+        }
+        q
+    }
+
     /// The core's counters; zeros if the core is gone (shutting down).
     pub async fn core_stats(&self) -> CoreStats {
         let (tx, rx) = tokio::sync::oneshot::channel();
@@ -161,13 +237,37 @@ impl Ops {
     pub fn monitor(&self, core: &CoreStats) -> Vec<(&'static str, Value)> {
         let s = &self.stats;
         let (fds_open, fds_max) = fd_counts();
-        MNTR_KEYS
-            .lines()
+        let mode = self.mode();
+        let quorum = self.quorum();
+        let keys = match mode {
+            "standalone" => MNTR_KEYS,
+            "leader" => MNTR_KEYS_LEADER,
+            _ => MNTR_KEYS_FOLLOWER,
+        };
+        keys.lines()
             .filter(|k| !k.is_empty())
             .map(|k| {
                 let v = match k {
                     "version" => Value::Str(VERSION.to_owned()),
-                    "server_state" => Value::Str("standalone".to_owned()),
+                    "server_state" => Value::Str(mode.to_owned()),
+                    // QuorumPeer's state and its ZAB phase; a serving member is in broadcast.
+                    "peer_state" => Value::Str(
+                        match mode {
+                            "leader" => "leading - broadcast",
+                            "follower" => "following - broadcast",
+                            "observer" => "observing - broadcast",
+                            _ => "looking",
+                        }
+                        .to_owned(),
+                    ),
+                    "quorum_size" => Value::Int(quorum.quorum_size as i64),
+                    "learners" => Value::Int(quorum.learners as i64),
+                    "synced_followers" => Value::Int(quorum.synced_followers as i64),
+                    "synced_observers" => Value::Int(quorum.synced_observers as i64),
+                    "synced_non_voting_followers" | "pending_syncs" => Value::Int(0),
+                    // zkr does not measure proposal sizes: -1 is ZooKeeper's "none yet".
+                    "last_proposal_size" | "min_proposal_size" | "max_proposal_size" => Value::Int(-1),
+                    "leader_uptime" => Value::Int(self.leader_uptime_ms() as i64),
                     "ephemerals_count" => Value::Int(core.ephemerals as i64),
                     // Every open connection, the asking one included, as ZooKeeper counts them.
                     "num_alive_connections" => Value::Int(s.conns.len() as i64),

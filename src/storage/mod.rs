@@ -84,7 +84,7 @@ pub struct Recovered {
     pub replayed: usize,
 }
 
-fn lock(dir: &Path) -> Result<File, StorageError> {
+pub(crate) fn lock(dir: &Path) -> Result<File, StorageError> {
     let path = dir.join("LOCK");
     let f =
         File::options().create(true).truncate(false).write(true).open(&path).map_err(|e| StorageError::io(&path, e))?;
@@ -95,7 +95,7 @@ fn lock(dir: &Path) -> Result<File, StorageError> {
     }
 }
 
-fn secret(dir: &Path) -> Result<[u8; 32], StorageError> {
+pub(crate) fn secret(dir: &Path) -> Result<[u8; 32], StorageError> {
     let path = dir.join("secret");
     let mut s = [0u8; 32];
     match File::open(&path) {

@@ -3,6 +3,7 @@
 //! ```text
 //! txn    := zxid:i64 time:i64 session:i64 op
 //! op     := 1 CreateSession timeout:i32
+//!         | 10 CreateSession timeout:i32 password:16 bytes  (an ensemble's session)
 //!         | 2 CloseSession
 //!         | 3 Create path:ustring data:buffer acl:vector<ACL> owner:i64 parentCversion:i32
 //!         | 4 Delete path:ustring
@@ -31,9 +32,14 @@ pub fn encode(txn: &Txn, b: &mut impl BufMut) {
 
 fn encode_op(op: &TxnOp, b: &mut impl BufMut) {
     match op {
-        TxnOp::CreateSession { timeout_ms } => {
+        TxnOp::CreateSession { timeout_ms, password: None } => {
             b.put_u8(1);
             b.put_i32(*timeout_ms);
+        }
+        TxnOp::CreateSession { timeout_ms, password: Some(p) } => {
+            b.put_u8(10);
+            b.put_i32(*timeout_ms);
+            b.put_slice(p);
         }
         TxnOp::CloseSession => b.put_u8(2),
         TxnOp::Create { path, data, acl, ephemeral_owner, parent_cversion } => {
@@ -87,7 +93,13 @@ fn op(i: &[u8]) -> JResult<'_, TxnOp> {
     Ok(match tag {
         1 => {
             let (i, timeout_ms) = jute::int(i)?;
-            (i, TxnOp::CreateSession { timeout_ms })
+            (i, TxnOp::CreateSession { timeout_ms, password: None })
+        }
+        10 => {
+            let (i, timeout_ms) = jute::int(i)?;
+            let p: [u8; crate::proto::PASSWORD_LEN] =
+                i.get(..crate::proto::PASSWORD_LEN).and_then(|p| p.try_into().ok()).ok_or_else(bad)?;
+            (&i[crate::proto::PASSWORD_LEN..], TxnOp::CreateSession { timeout_ms, password: Some(p) })
         }
         2 => (i, TxnOp::CloseSession),
         3 => {
@@ -157,7 +169,8 @@ mod tests {
     #[test]
     fn round_trips_every_op() {
         let ops = vec![
-            TxnOp::CreateSession { timeout_ms: 3000 },
+            TxnOp::CreateSession { timeout_ms: 3000, password: None },
+            TxnOp::CreateSession { timeout_ms: 3000, password: Some([9; 16]) },
             TxnOp::CloseSession,
             TxnOp::Create {
                 path: "/a".into(),

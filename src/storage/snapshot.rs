@@ -13,7 +13,8 @@
 //!           the child count sizes the child map once on load)
 //! version 1 (still read) has no segments, and a node starts with its full path (ustring)
 //!           instead of parent and name.
-//! session   id i64 | timeout i32 | flags u8 (bit 0: imported from ZooKeeper, password derived its way)
+//! session   id i64 | timeout i32 | flags u8 (bit 0: imported from ZooKeeper, password derived its way;
+//!           bit 1: an ensemble session, its 16-byte password follows)
 //! ```
 //! The crc32 covers every byte before it. A snapshot is an exact image of the tree at its zxid:
 //! the core hands a copy of the tree (node payloads are shared, not copied) to a background
@@ -110,7 +111,10 @@ pub fn encode_to(tree: &DataTree, out: &mut impl Write) -> std::io::Result<()> {
     for (id, info) in tree.sessions() {
         b.put_i64(*id);
         b.put_i32(info.timeout_ms);
-        b.put_u8(info.zk_password as u8);
+        b.put_u8(info.zk_password as u8 | (info.password.is_some() as u8) << 1);
+        if let Some(p) = &info.password {
+            b.put_slice(p);
+        }
     }
     flush(&mut b, &mut crc, out)?;
     out.write_all(&crc.finalize().to_be_bytes())
@@ -238,8 +242,15 @@ pub fn read(path: &Path) -> Result<DataTree, StorageError> {
         for _ in 0..sessions {
             let (r, id) = jute::long(i)?;
             let (r, timeout) = jute::int(r)?;
-            let (r, flags) = jute::boolean(r)?;
-            tree.restore_session(id, timeout, flags);
+            let (r, flags) = jute::byte(r)?;
+            let (r, password) = if flags & 2 != 0 {
+                let p: [u8; crate::proto::PASSWORD_LEN] =
+                    r.get(..crate::proto::PASSWORD_LEN).and_then(|p| p.try_into().ok()).ok_or_else(bad)?;
+                (&r[crate::proto::PASSWORD_LEN..], Some(p))
+            } else {
+                (r, None)
+            };
+            tree.restore_session(id, timeout, flags & 1 != 0, password);
             i = r;
         }
         Ok((i, tree))
@@ -262,7 +273,15 @@ mod tests {
     fn round_trips_a_tree() {
         let mut t = DataTree::new();
         let ctx = prep::PrepCtx { session: 9, ids: &[], ttl_enabled: true };
-        t.apply(&Txn { zxid: 1, time: 1, session: 9, op: TxnOp::CreateSession { timeout_ms: 4000 } }, &mut Vec::new());
+        t.apply(
+            &Txn {
+                zxid: 1,
+                time: 1,
+                session: 9,
+                op: TxnOp::CreateSession { timeout_ms: 4000, password: Some([3; 16]) },
+            },
+            &mut Vec::new(),
+        );
         for (z, (p, flags)) in [("/a", 0), ("/a/b", 1), ("/c", 4), ("/a/s", 2)].into_iter().enumerate() {
             let req = CreateRequest {
                 path: p.into(),

@@ -61,6 +61,8 @@ pub struct SessionInfo {
     pub timeout_ms: i32,
     /// Imported from ZooKeeper: its clients still hold a password derived ZooKeeper's way.
     pub zk_password: bool,
+    /// The password of an ensemble's session (replicated, so any member can check it).
+    pub password: Option<[u8; crate::proto::PASSWORD_LEN]>,
 }
 
 pub const ROOT: NodeId = 0;
@@ -78,6 +80,9 @@ pub struct DataTree {
     child_lists: ChildListCache,
     /// Hashes child names for every node's child table (a copy hashes the same way).
     hasher: ahash::RandomState,
+    /// The order-independent digest of every node (see `digest`), kept up to date by `apply`
+    /// once it has been asked for; `None` until then, so a server that never asks pays nothing.
+    digest: Option<u64>,
 }
 
 /// Lists longer than this (encoded) are not kept: one huge directory must not double its memory.
@@ -154,6 +159,7 @@ impl DataTree {
             data_size: 1,
             child_lists: ChildListCache::default(),
             hasher: ahash::RandomState::new(),
+            digest: None,
         };
         let acl = t.intern_acl(&Acl::open_unsafe());
         let root = Znode::new(ROOT, Arc::from(&[][..]), Some(Bytes::new()), acl, NodeStat::default());
@@ -323,8 +329,14 @@ impl DataTree {
         }
     }
 
-    pub fn restore_session(&mut self, id: SessionId, timeout_ms: i32, zk_password: bool) {
-        self.sessions.insert(id, SessionInfo { timeout_ms, zk_password });
+    pub fn restore_session(
+        &mut self,
+        id: SessionId,
+        timeout_ms: i32,
+        zk_password: bool,
+        password: Option<[u8; crate::proto::PASSWORD_LEN]>,
+    ) {
+        self.sessions.insert(id, SessionInfo { timeout_ms, zk_password, password });
     }
 
     /// Marks every session as imported from ZooKeeper (their clients keep ZooKeeper passwords).
@@ -495,8 +507,58 @@ impl DataTree {
         out
     }
 
+    /// The tree's digest: the wrapping sum of a hash of each node's path, stat and data (as
+    /// ZooKeeper 3.6's DigestCalculator sums its nodes), so it does not depend on the order nodes
+    /// were added or are listed, and two members (or a member and its snapshot) holding the same
+    /// tree agree on it. The first call walks the tree; `apply` keeps it current after that.
+    pub fn digest(&mut self) -> u64 {
+        if let Some(d) = self.digest {
+            return d;
+        }
+        let mut d = 0u64;
+        self.visit(|path, n| d = d.wrapping_add(node_digest(path, n)));
+        self.digest = Some(d);
+        d
+    }
+
+    /// The paths a txn can change the digest of: its nodes and their parents.
+    fn touched_paths(&self, txn: &Txn, op: &TxnOp, out: &mut Vec<String>) {
+        match op {
+            TxnOp::Create { path: p, .. } | TxnOp::Delete { path: p } => {
+                out.push(p.clone());
+                out.push(path::parent(p).to_owned());
+            }
+            TxnOp::SetData { path: p, .. } | TxnOp::SetAcl { path: p, .. } => out.push(p.clone()),
+            TxnOp::Multi(ops) => ops.iter().for_each(|o| self.touched_paths(txn, o, out)),
+            TxnOp::CloseSession => {
+                for p in self.ephemerals_of(txn.session) {
+                    out.push(path::parent(&p).to_owned());
+                    out.push(p);
+                }
+            }
+            TxnOp::CreateSession { .. } | TxnOp::Check { .. } | TxnOp::Error(_) => {}
+        }
+    }
+
+    fn digest_of_paths(&self, paths: &[String]) -> u64 {
+        paths.iter().filter_map(|p| self.get(p).map(|n| node_digest(p, n))).fold(0, u64::wrapping_add)
+    }
+
     /// Applies a txn. Deterministic: the same txns in the same order give the same tree.
     pub fn apply(&mut self, txn: &Txn, changes: &mut Vec<Change>) -> OpOutcome {
+        let Some(digest) = self.digest else { return self.apply_untracked(txn, changes) };
+        let mut paths = Vec::new();
+        self.touched_paths(txn, &txn.op, &mut paths);
+        paths.sort();
+        paths.dedup();
+        let before = self.digest_of_paths(&paths);
+        let out = self.apply_untracked(txn, changes);
+        let after = self.digest_of_paths(&paths);
+        self.digest = Some(digest.wrapping_sub(before).wrapping_add(after));
+        out
+    }
+
+    fn apply_untracked(&mut self, txn: &Txn, changes: &mut Vec<Change>) -> OpOutcome {
         let out = self.apply_op(txn, &txn.op, changes);
         if txn.zxid > self.last_zxid {
             self.last_zxid = txn.zxid;
@@ -506,8 +568,11 @@ impl DataTree {
 
     fn apply_op(&mut self, txn: &Txn, op: &TxnOp, changes: &mut Vec<Change>) -> OpOutcome {
         match op {
-            TxnOp::CreateSession { timeout_ms } => {
-                self.sessions.insert(txn.session, SessionInfo { timeout_ms: *timeout_ms, zk_password: false });
+            TxnOp::CreateSession { timeout_ms, password } => {
+                self.sessions.insert(
+                    txn.session,
+                    SessionInfo { timeout_ms: *timeout_ms, zk_password: false, password: *password },
+                );
                 OpOutcome::Session
             }
             TxnOp::CloseSession => {
@@ -684,6 +749,27 @@ impl DataTree {
     }
 }
 
+/// One node's part of the tree digest: two CRC-32s (different seeds) of its path, stat fields
+/// and data, as one 64-bit value. Fixed seeds: comparable across processes and versions.
+fn node_digest(path: &str, n: &Znode) -> u64 {
+    let mut a = crc32fast::Hasher::new_with_initial(0x7a6b_7231);
+    let mut b = crc32fast::Hasher::new_with_initial(0x1357_9bdf);
+    let s = &n.stat;
+    let mut fields = [0u8; 60];
+    for (i, v) in [s.czxid, s.mzxid, s.pzxid, s.ctime, s.mtime, s.ephemeral_owner].iter().enumerate() {
+        fields[i * 8..i * 8 + 8].copy_from_slice(&v.to_be_bytes());
+    }
+    for (i, v) in [s.version, s.cversion, s.aversion].iter().enumerate() {
+        fields[48 + i * 4..52 + i * 4].copy_from_slice(&v.to_be_bytes());
+    }
+    for h in [&mut a, &mut b] {
+        h.update(path.as_bytes());
+        h.update(&fields);
+        h.update(n.data.as_deref().unwrap_or(b"\xff"));
+    }
+    (u64::from(a.finalize()) << 32) | u64::from(b.finalize())
+}
+
 /// Length of `s` in UTF-16 code units, what Java's `String.length()` counts.
 fn utf16_len(s: &str) -> u64 {
     if s.is_ascii() {
@@ -812,5 +898,54 @@ mod tests {
             check(&t, d);
             check(&copy, d);
         }
+    }
+
+    #[test]
+    fn digest_is_kept_by_apply_and_ignores_order() {
+        let acl: Arc<[Acl]> = Arc::from(Acl::open_unsafe());
+        let create = |p: &str, cv: i32, owner: i64| TxnOp::Create {
+            path: p.into(),
+            data: Some(Bytes::from(p.to_owned())),
+            acl: acl.clone(),
+            ephemeral_owner: owner,
+            parent_cversion: cv,
+        };
+        let run = |t: &mut DataTree, ops: Vec<TxnOp>| {
+            for (i, op) in ops.into_iter().enumerate() {
+                let txn = Txn { zxid: i as i64 + 1, time: 7, session: 5, op };
+                t.apply(&txn, &mut Vec::new());
+            }
+        };
+        let mut tracked = DataTree::new();
+        tracked.digest();
+        let ops = vec![
+            TxnOp::CreateSession { timeout_ms: 1000, password: None },
+            create("/a", 1, 0),
+            create("/a/b", 1, 5),
+            TxnOp::SetData { path: "/a".into(), data: Some(Bytes::from_static(b"x")), version: 1 },
+            TxnOp::SetAcl { path: "/a".into(), acl: Arc::from(Acl::read_unsafe()), aversion: 1 },
+            TxnOp::Multi(vec![create("/c", 2, 0), TxnOp::Delete { path: "/c".into() }]),
+            create("/d", 3, 5),
+            TxnOp::CloseSession,
+        ];
+        run(&mut tracked, ops.clone());
+        let mut fresh = tracked.clone();
+        fresh.digest = None;
+        assert_eq!(tracked.digest(), fresh.digest(), "the kept digest is the recomputed one");
+        let mut untracked = DataTree::new();
+        run(&mut untracked, ops);
+        assert_eq!(untracked.digest(), tracked.digest());
+        // The same nodes added in another order (different zxids aside) give the same sum.
+        let mut x = DataTree::new();
+        let mut y = DataTree::new();
+        let t = |zxid, op| Txn { zxid, time: 7, session: 0, op };
+        x.apply(&t(1, create("/p", 1, 0)), &mut Vec::new());
+        x.apply(&t(1, create("/q", 2, 0)), &mut Vec::new());
+        y.apply(&t(1, create("/q", 1, 0)), &mut Vec::new());
+        y.apply(&t(1, create("/p", 2, 0)), &mut Vec::new());
+        assert_eq!(x.digest(), y.digest());
+        let before = x.digest();
+        x.apply(&t(2, TxnOp::SetData { path: "/p".into(), data: None, version: 1 }), &mut Vec::new());
+        assert_ne!(x.digest(), before);
     }
 }

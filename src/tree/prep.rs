@@ -341,7 +341,7 @@ mod tests {
     #[test]
     fn ephemerals_cannot_have_children_and_go_with_their_session() {
         let mut t = DataTree::new();
-        run(&mut t, 1, TxnOp::CreateSession { timeout_ms: 1000 });
+        run(&mut t, 1, TxnOp::CreateSession { timeout_ms: 1000, password: None });
         let op = prepare(&t, &ctx(), &create_req("/e", 1));
         run(&mut t, 2, op);
         assert_eq!(prepare(&t, &ctx(), &create_req("/e/c", 0)), TxnOp::Error(ErrorCode::NoChildrenForEphemerals));

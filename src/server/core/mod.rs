@@ -8,6 +8,7 @@
 //! `try_send`, and a connection whose queue is full is closed.
 
 mod auth;
+pub mod replicated;
 mod sessions;
 mod watches;
 mod writes;
@@ -81,6 +82,14 @@ pub enum CoreMsg {
     Inspect(tokio::sync::oneshot::Sender<Inspection>),
     /// Take a snapshot now (operator request).
     Snapshot,
+    /// Ensemble: committed log entries to apply, in order; `done` is told when they are.
+    Apply {
+        entries: Vec<replicated::Committed>,
+        done: tokio::sync::oneshot::Sender<()>,
+    },
+    /// Ensemble: what the Raft side learned (role, leader, proposals that failed, sync points,
+    /// sessions touched on other members, snapshots).
+    Replication(replicated::ReplMsg),
 }
 
 /// Numbers for four-letter words and metrics.
@@ -93,6 +102,8 @@ pub struct CoreStats {
     pub connections: usize,
     pub last_zxid: Zxid,
     pub data_size: u64,
+    /// An ensemble member's tree digest (`DataTree::digest`), comparable across members.
+    pub digest: Option<u64>,
 }
 
 /// What the operator views show about sessions and watches, taken in one core turn.
@@ -119,6 +130,10 @@ struct Conn {
     session: Option<SessionId>,
     /// The connection's SASL DIGEST-MD5 exchange, once the client has started one.
     sasl: Option<DigestServer>,
+    /// Ensemble: requests waiting behind this connection's proposals (per-session FIFO).
+    queue: std::collections::VecDeque<Request>,
+    /// Ensemble: proposals of this connection not yet applied here.
+    in_flight: u32,
 }
 
 pub struct Core {
@@ -137,7 +152,10 @@ pub struct Core {
     records: Vec<u8>,
     first_zxid: Zxid,
     out: Vec<Delivery>,
-    committer: CommitQueue,
+    /// Standalone: the log writer. `None` in an ensemble, where the Raft log is the log.
+    committer: Option<CommitQueue>,
+    /// Ensemble: proposals, their waiters and the member's role. `None` standalone.
+    repl: Option<Box<replicated::Replicated>>,
     layout: Layout,
     since_snapshot: u64,
     snapshot_running: Arc<AtomicBool>,
@@ -158,10 +176,16 @@ impl Core {
         cfg: Arc<Config>,
         tree: DataTree,
         secret: [u8; 32],
-        committer: CommitQueue,
+        committer: Option<CommitQueue>,
         durable: super::committer::Durable,
         stats: Arc<super::stats::ServerStats>,
+        repl: Option<replicated::Replicated>,
     ) -> Core {
+        let mut tree = tree;
+        if repl.is_some() {
+            // Members compare digests: keep it from the start (one walk now, O(1) per txn after).
+            tree.digest();
+        }
         let mut expiry = ExpiryQueue::new(cfg.tick_time_ms as u64);
         let mut sessions = HashMap::new();
         let mut next_session = initial_session_id(wall_ms(), cfg.server_id);
@@ -189,6 +213,7 @@ impl Core {
             first_zxid: 0,
             out: Vec::new(),
             committer,
+            repl: repl.map(Box::new),
             since_snapshot: 0,
             snapshot_running: Arc::new(AtomicBool::new(false)),
             durable,
@@ -211,7 +236,7 @@ impl Core {
             self.end_turn();
         }
         self.end_turn();
-        if self.since_snapshot > 0 {
+        if self.since_snapshot > 0 && self.committer.is_some() {
             while self.durable.load(Ordering::Acquire) < self.tree.last_zxid() {
                 std::thread::sleep(std::time::Duration::from_millis(1));
             }
@@ -233,8 +258,14 @@ impl Core {
             last_zxid: self.tree.last_zxid(),
             out: std::mem::take(&mut self.out),
         };
-        if self.committer.submit(batch).is_err() {
-            tracing::error!("the log writer has stopped");
+        match &self.committer {
+            Some(c) => {
+                if c.submit(batch).is_err() {
+                    tracing::error!("the log writer has stopped");
+                }
+            }
+            // Ensemble: what this turn applied is committed (on a quorum's disks) already.
+            None => batch.out.into_iter().for_each(super::committer::deliver),
         }
     }
 
@@ -287,7 +318,14 @@ impl Core {
             }
             CoreMsg::Disconnected { conn } => self.drop_conn(conn),
             CoreMsg::Tick => self.tick(),
-            CoreMsg::Snapshot => self.snapshot_in_background(),
+            CoreMsg::Snapshot if self.committer.is_some() => self.snapshot_in_background(),
+            // An ensemble's snapshots are openraft's to take.
+            CoreMsg::Snapshot => {}
+            CoreMsg::Apply { entries, done } => {
+                self.apply_committed(entries);
+                let _ = done.send(());
+            }
+            CoreMsg::Replication(m) => self.replication(m),
             CoreMsg::Stats(tx) => {
                 let _ = tx.send(CoreStats {
                     znodes: self.tree.node_count(),
@@ -297,6 +335,7 @@ impl Core {
                     connections: self.conns.len(),
                     last_zxid: self.tree.last_zxid(),
                     data_size: self.tree.data_size(),
+                    digest: self.repl.is_some().then(|| self.tree.digest()),
                 });
             }
             CoreMsg::Inspect(tx) => {
@@ -349,7 +388,8 @@ impl Core {
         }
     }
 
-    /// Logs (soon) and applies one txn, then fires its watches. Returns its zxid and outcome.
+    /// Standalone: logs (soon) and applies one txn, then fires its watches. Returns its zxid and
+    /// outcome. (An ensemble never commits here: its txns come back through `apply_committed`.)
     fn commit(&mut self, session: SessionId, op: TxnOp) -> (Zxid, OpOutcome) {
         let txn = Txn { zxid: self.tree.last_zxid() + 1, time: wall_ms(), session, op };
         if self.records.is_empty() {
@@ -360,8 +400,14 @@ impl Core {
         if self.since_snapshot >= self.cfg.snap_count {
             self.snapshot_in_background();
         }
+        let outcome = self.apply_txn(&txn);
+        (txn.zxid, outcome)
+    }
+
+    /// Applies one txn to the tree and sends the watch events it fires.
+    fn apply_txn(&mut self, txn: &Txn) -> OpOutcome {
         self.changes.clear();
-        let outcome = self.tree.apply(&txn, &mut self.changes);
+        let outcome = self.tree.apply(txn, &mut self.changes);
         self.fired.clear();
         self.watches.trigger(&self.changes, &mut self.fired);
         let fired = std::mem::take(&mut self.fired);
@@ -373,7 +419,7 @@ impl Core {
             self.send(f.watcher, Outbound::Event(txn.zxid, ev));
         }
         self.fired = fired;
-        (txn.zxid, outcome)
+        outcome
     }
 
     /// Queues a message for a connection. It leaves when the turn is committed: after the
@@ -426,6 +472,18 @@ impl Core {
     }
 
     fn request(&mut self, conn: ConnId, req: Request) {
+        if self.repl.is_some() {
+            let Some(c) = self.conns.get_mut(&conn) else { return };
+            if c.in_flight > 0 || !c.queue.is_empty() {
+                // Behind a proposal of the same connection: answered in order, after it.
+                c.queue.push_back(req);
+                return;
+            }
+        }
+        self.serve(conn, req);
+    }
+
+    fn serve(&mut self, conn: ConnId, req: Request) {
         let Some(sid) = self.conns.get(&conn).and_then(|c| c.session) else {
             return;
         };
@@ -440,12 +498,18 @@ impl Core {
         }
         let timeout = session.timeout_ms as u64;
         self.expiry.touch(sid, self.now_ms(), timeout);
+        if let Some(r) = self.repl.as_deref_mut() {
+            r.touched(sid);
+        }
         let xid = req.xid;
         let op = req.op;
         match req.body {
             RequestBody::Empty if op == OpCode::Ping => {
                 let zxid = self.tree.last_zxid();
                 self.send(conn, Outbound::Reply(ReplyHeader { xid: xid::PING, zxid, err: 0 }, Response::Empty));
+            }
+            RequestBody::Empty if op == OpCode::CloseSession && self.repl.is_some() => {
+                self.propose_close(conn, sid, xid);
             }
             RequestBody::Empty if op == OpCode::CloseSession => {
                 self.close_session(sid);
@@ -483,6 +547,9 @@ impl Core {
                     _ => reads::get_children(t, w, &r, &path, watch, true),
                 };
                 self.reply(conn, xid, res);
+            }
+            RequestBody::Path { path } if op == OpCode::Sync && self.repl.is_some() => {
+                self.propose_sync(conn, xid, path);
             }
             RequestBody::Path { path } => {
                 let ids = ids_of(&self.sessions, sid);

@@ -9,7 +9,8 @@ impl Core {
         let peer = conn.peer;
         let mut ids = vec![Id::new("ip", &peer.to_string())];
         ids.extend(conn.tls_ids.iter().cloned());
-        self.conns.insert(id, Conn { handle: conn, session: None, sasl: None });
+        self.conns
+            .insert(id, Conn { handle: conn, session: None, sasl: None, queue: Default::default(), in_flight: 0 });
         let last = self.tree.last_zxid();
         if req.last_zxid_seen > last {
             // ZooKeeper refuses a client that has seen a newer state, without a response.
@@ -18,21 +19,38 @@ impl Core {
             self.close_conn(id);
             return;
         }
+        if self.repl.as_ref().is_some_and(|r| !r.serving()) {
+            // A member with no leader is not serving (ZooKeeper closes the connection the same
+            // way while it is LOOKING): the client tries the next host.
+            tracing::info!(conn = id, %peer, "refusing connection: this member has no leader");
+            self.close_conn(id);
+            return;
+        }
         let timeout =
             req.timeout_ms.clamp(self.cfg.min_session_timeout_ms as i32, self.cfg.max_session_timeout_ms as i32);
+        if req.session_id == 0 && self.repl.is_some() {
+            let sid = self.next_session;
+            self.next_session += 1;
+            self.propose_session(id, sid, timeout);
+            return;
+        }
         let sid = if req.session_id == 0 {
             let sid = self.next_session;
             self.next_session += 1;
-            self.commit(sid, TxnOp::CreateSession { timeout_ms: timeout });
+            self.commit(sid, TxnOp::CreateSession { timeout_ms: timeout, password: None });
             self.sessions.insert(sid, Session { timeout_ms: timeout, conn: Some(id), ids });
             tracing::debug!(session = format!("0x{sid:x}"), timeout, "session created");
             sid
         } else {
             let sid = req.session_id;
-            let zk_imported = self.tree.sessions().get(&sid).is_some_and(|s| s.zk_password);
+            let info = self.tree.sessions().get(&sid);
+            let zk_imported = info.is_some_and(|s| s.zk_password);
+            let replicated = info.and_then(|s| s.password);
             let known = self.sessions.contains_key(&sid)
-                && (self.passwords.verify(sid, &req.password)
-                    || (zk_imported && req.password == crate::session::zookeeper_password(sid)));
+                && (replicated.map_or_else(
+                    || self.passwords.verify(sid, &req.password),
+                    |p| crate::session::same_password(&p, &req.password),
+                ) || (zk_imported && req.password == crate::session::zookeeper_password(sid)));
             if !known {
                 tracing::info!(session = format!("0x{sid:x}"), %peer, "re-attach refused: session expired, unknown or wrong password");
                 self.send(id, Outbound::Connected(ConnectResponse::expired()));
@@ -51,15 +69,27 @@ impl Core {
             tracing::debug!(session = format!("0x{sid:x}"), "session re-attached");
             sid
         };
+        self.attached(id, sid, timeout);
+    }
+
+    /// The session is attached to the connection: answer its ConnectRequest.
+    pub(super) fn attached(&mut self, id: ConnId, sid: SessionId, timeout: i32) {
         self.expiry.touch(sid, self.now_ms(), timeout as u64);
+        if let Some(r) = &mut self.repl {
+            r.touched(sid);
+        }
         if let Some(c) = self.conns.get_mut(&id) {
             c.session = Some(sid);
         }
+        let password = match self.tree.sessions().get(&sid).and_then(|s| s.password) {
+            Some(p) => p.to_vec(),
+            None => self.passwords.for_session(sid).to_vec(),
+        };
         let resp = ConnectResponse {
             protocol_version: 0,
             timeout_ms: timeout,
             session_id: sid,
-            password: self.passwords.for_session(sid).to_vec(),
+            password,
             read_only: Some(false),
         };
         self.send(id, Outbound::Connected(resp));
@@ -102,6 +132,10 @@ impl Core {
     }
 
     pub(super) fn tick(&mut self) {
+        if self.repl.is_some() {
+            self.ensemble_tick();
+            return;
+        }
         let now = self.now_ms();
         for sid in self.expiry.expired(now) {
             if self.heard_lately(sid, now) {

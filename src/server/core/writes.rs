@@ -11,6 +11,10 @@ use super::*;
 impl Core {
     /// A write request (create, delete, setData, setACL, multi, reconfig) of session `sid`.
     pub(super) fn write(&mut self, conn: ConnId, sid: SessionId, xid: i32, op: OpCode, body: RequestBody) {
+        if self.repl.is_some() {
+            self.propose_request(conn, sid, xid, op, body);
+            return;
+        }
         let ids = ids_of(&self.sessions, sid);
         let ctx = prep::PrepCtx { session: sid, ids, ttl_enabled: self.cfg.ttl_enabled };
         let txn = prep::prepare_request(&self.tree, &ctx, op, &body);

@@ -1,0 +1,248 @@
+//! `Command`: a client write as the ensemble replicates it, the payload of a Raft log entry.
+//!
+//! A member logs the *request*, not the prepared txn: every member prepares and applies it when
+//! it is committed, against the same tree in the same order, so the leader needs no overlay of
+//! uncommitted changes and a proposal never goes stale. What prep needs that is not in the tree
+//! travels with it: the session's identities (for ACLs), the time (stamped by the leader, as
+//! ZooKeeper's leader stamps its txns) and the proposer's settings.
+//!
+//! ```text
+//! command := origin u64 | seq u64 | time i64 | session i64 | op
+//! op      := 1 CreateSession timeout:i32 password:16 bytes
+//!          | 2 CloseSession
+//!          | 3 Request ttlEnabled:u8 ids:vector<Id> request:buffer   (RequestHeader with xid 0 + record)
+//!          | 4 Reap path:ustring                                      (empty container / expired TTL node)
+//! ```
+//! (big-endian integers; strings, buffers and vectors as in jute)
+
+use crate::proto::jute::{self, DecodeError, JuteWrite};
+use crate::proto::{Id, OpCode, Request, RequestBody, PASSWORD_LEN};
+use crate::txn::SessionId;
+use bytes::BufMut;
+
+/// The member that proposed a command and its sequence number there: the proposer answers
+/// its client when it applies the entry; other members only apply it. Seq 0: nobody waits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Origin {
+    pub member: u64,
+    pub seq: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Command {
+    pub origin: Origin,
+    /// Wall-clock ms for ctime/mtime and TTLs; the leader overwrites it when it accepts the command.
+    pub time: i64,
+    pub session: SessionId,
+    pub op: CommandOp,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommandOp {
+    CreateSession {
+        timeout_ms: i32,
+        password: [u8; PASSWORD_LEN],
+    },
+    /// A client's closeSession, or the leader's expiry of the session.
+    CloseSession,
+    /// A client write request with what prep needs of its session and server.
+    Request {
+        ids: Vec<Id>,
+        ttl_enabled: bool,
+        op: OpCode,
+        body: RequestBody,
+    },
+    /// The leader's sweep deletes an empty container or an expired TTL node (ZooKeeper's
+    /// ContainerManager also goes through the log, as a deleteContainer request).
+    Reap {
+        path: String,
+    },
+}
+
+impl Command {
+    pub fn encode(&self, b: &mut impl BufMut) {
+        b.put_u64(self.origin.member);
+        b.put_u64(self.origin.seq);
+        b.put_i64(self.time);
+        b.put_i64(self.session);
+        match &self.op {
+            CommandOp::CreateSession { timeout_ms, password } => {
+                b.put_u8(1);
+                b.put_i32(*timeout_ms);
+                b.put_slice(password);
+            }
+            CommandOp::CloseSession => b.put_u8(2),
+            CommandOp::Request { ids, ttl_enabled, op, body } => {
+                b.put_u8(3);
+                b.put_u8(u8::from(*ttl_enabled));
+                b.put_i32(ids.len() as i32);
+                for id in ids {
+                    b.put_ustring(&id.scheme);
+                    b.put_ustring(&id.id);
+                }
+                let mut req = Vec::new();
+                Request { xid: 0, op: *op, body: body.clone() }.write(&mut req);
+                b.put_buffer(Some(&req));
+            }
+            CommandOp::Reap { path } => {
+                b.put_u8(4);
+                b.put_ustring(path);
+            }
+        }
+    }
+
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut b = Vec::with_capacity(64);
+        self.encode(&mut b);
+        b
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Command, DecodeError> {
+        let bad = || nom::Err::Failure(DecodeError::Malformed(nom::error::ErrorKind::Verify));
+        jute::parse_all(bytes, |i| {
+            let (i, member) = jute::long(i)?;
+            let (i, seq) = jute::long(i)?;
+            let (i, time) = jute::long(i)?;
+            let (i, session) = jute::long(i)?;
+            let (i, tag) = i.split_first().map(|(t, r)| (r, *t)).ok_or_else(bad)?;
+            let (i, op) = match tag {
+                1 => {
+                    let (i, timeout_ms) = jute::int(i)?;
+                    if i.len() < PASSWORD_LEN {
+                        return Err(bad());
+                    }
+                    let mut password = [0u8; PASSWORD_LEN];
+                    password.copy_from_slice(&i[..PASSWORD_LEN]);
+                    (&i[PASSWORD_LEN..], CommandOp::CreateSession { timeout_ms, password })
+                }
+                2 => (i, CommandOp::CloseSession),
+                3 => {
+                    let (i, ttl) = i.split_first().map(|(t, r)| (r, *t)).ok_or_else(bad)?;
+                    let (mut i, n) = jute::int(i)?;
+                    if n < 0 || n as usize > i.len() {
+                        return Err(bad());
+                    }
+                    let mut ids = Vec::with_capacity(n as usize);
+                    for _ in 0..n {
+                        let (r, scheme) = jute::ustring(i)?;
+                        let (r, id) = jute::ustring(r)?;
+                        ids.push(Id { scheme, id });
+                        i = r;
+                    }
+                    let (i, req) = jute::buffer(i)?;
+                    let req = Request::parse(req.as_deref().unwrap_or_default()).map_err(|_| bad())?;
+                    (i, CommandOp::Request { ids, ttl_enabled: ttl != 0, op: req.op, body: req.body })
+                }
+                4 => {
+                    let (i, path) = jute::ustring(i)?;
+                    (i, CommandOp::Reap { path })
+                }
+                _ => return Err(bad()),
+            };
+            Ok((i, Command { origin: Origin { member: member as u64, seq: seq as u64 }, time, session, op }))
+        })
+    }
+}
+
+/// In a Raft entry a command is one opaque byte string (bincode frames it).
+impl serde::Serialize for Command {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(&self.to_bytes())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Command {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Command, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Command;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an encoded zkr command")
+            }
+            fn visit_bytes<E: serde::de::Error>(self, v: &[u8]) -> Result<Command, E> {
+                Command::decode(v).map_err(E::custom)
+            }
+            fn visit_byte_buf<E: serde::de::Error>(self, v: Vec<u8>) -> Result<Command, E> {
+                self.visit_bytes(&v)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Command, A::Error> {
+                let mut v = Vec::new();
+                while let Some(b) = seq.next_element::<u8>()? {
+                    v.push(b);
+                }
+                self.visit_bytes(&v)
+            }
+        }
+        d.deserialize_byte_buf(V)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::{Acl, CreateRequest, MultiOp};
+
+    fn round_trip(c: Command) {
+        assert_eq!(Command::decode(&c.to_bytes()).unwrap(), c);
+        let b = bincode::serialize(&c).unwrap();
+        assert_eq!(bincode::deserialize::<Command>(&b).unwrap(), c);
+    }
+
+    #[test]
+    fn round_trips_every_op() {
+        let o = Origin { member: 2, seq: 77 };
+        round_trip(Command {
+            origin: o,
+            time: 5,
+            session: 9,
+            op: CommandOp::CreateSession { timeout_ms: 4000, password: [7; 16] },
+        });
+        round_trip(Command { origin: o, time: 5, session: 9, op: CommandOp::CloseSession });
+        round_trip(Command {
+            origin: Origin::default(),
+            time: 1,
+            session: 0,
+            op: CommandOp::Reap { path: "/c".into() },
+        });
+        let create = CreateRequest {
+            path: "/a".into(),
+            data: Some(bytes::Bytes::from_static(b"x")),
+            acl: Acl::open_unsafe(),
+            flags: 2,
+            ttl: None,
+        };
+        round_trip(Command {
+            origin: o,
+            time: 5,
+            session: 9,
+            op: CommandOp::Request {
+                ids: vec![Id::new("ip", "127.0.0.1"), Id::new("digest", "u:h")],
+                ttl_enabled: true,
+                op: OpCode::Multi,
+                body: RequestBody::Multi(vec![
+                    MultiOp::Create(OpCode::Create, create.clone()),
+                    MultiOp::Delete { path: "/b".into(), version: 3 },
+                ]),
+            },
+        });
+        round_trip(Command {
+            origin: o,
+            time: 5,
+            session: 9,
+            op: CommandOp::Request {
+                ids: vec![],
+                ttl_enabled: false,
+                op: OpCode::Create2,
+                body: RequestBody::Create(create),
+            },
+        });
+    }
+
+    #[test]
+    fn garbage_is_an_error_not_a_panic() {
+        for n in 0..40 {
+            let _ = Command::decode(&vec![3u8; n]);
+        }
+        assert!(Command::decode(&[]).is_err());
+    }
+}

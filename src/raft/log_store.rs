@@ -1,0 +1,626 @@
+//! The Raft log on disk: openraft's `RaftLogStorage` over preallocated segment files.
+//!
+//! ```text
+//! <dataDir>/raft/log/seg.<index of its first entry, 16 hex digits>
+//!   header  "ZKRL" | format version u32 = 1
+//!   record* length u32 | crc32 u32 (of payload) | payload (bincode of the openraft Entry)
+//!   zeros   the preallocated rest; a length of 0 marks the end of the data
+//! <dataDir>/raft/vote        the vote (bincode) | crc32, replaced atomically, fsync'd
+//! <dataDir>/raft/purged      the last purged log id, likewise
+//! <dataDir>/raft/committed   the last committed log id, likewise (a hint: not fsync'd)
+//! ```
+//! Appends go to one writer thread that writes, fdatasyncs once for everything queued, and only
+//! then reports the entries flushed to openraft (group commit, as the standalone log does).
+//! Entries are readable from the moment they are handed over: the most recent ones stay in
+//! memory until they are flushed and the cache is over its bound; older ones are read back from
+//! their segment. At startup a torn last record (a crash during append: nothing but zeros after
+//! it) is cut off, any other bad record stops startup with the file and offset.
+
+#![allow(clippy::result_large_err)] // openraft's StorageError is the trait's error type
+
+use super::types::{log_err, Entry, LogId, StorageError, Vote, Zkr};
+use openraft::storage::{LogFlushed, RaftLogStorage};
+use openraft::{LogState, RaftLogReader};
+use parking_lot::Mutex;
+use std::collections::{BTreeMap, VecDeque};
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::ops::{Bound, RangeBounds};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+const MAGIC: &[u8; 4] = b"ZKRL";
+const VERSION: u32 = 1;
+const HEADER: u64 = 8;
+/// Segment size (preallocated, so appends change no file metadata).
+pub const SEGMENT_BYTES: u64 = 64 * 1024 * 1024;
+/// Entries kept in memory beyond the unflushed ones.
+const CACHE_ENTRIES: usize = 8192;
+
+/// Where one entry lives.
+#[derive(Debug, Clone, Copy)]
+struct Loc {
+    log_id: LogId,
+    /// First index of its segment (the segment's name).
+    seg: u64,
+    offset: u64,
+    len: u32,
+}
+
+struct State {
+    /// `<dataDir>/raft`: the vote and the small state files.
+    raft_dir: PathBuf,
+    /// `<dataDir>/raft/log`: the segments.
+    dir: PathBuf,
+    /// Locations of entries `first..first + locs.len()`.
+    locs: VecDeque<Loc>,
+    first: u64,
+    /// The newest entries, ending at the last one.
+    cache: VecDeque<Entry>,
+    /// Segments by first index, opened for reading.
+    segs: BTreeMap<u64, Arc<File>>,
+    /// Where the next record goes.
+    write_seg: Option<u64>,
+    write_off: u64,
+    /// Highest index known to be on disk.
+    flushed: Option<u64>,
+    purged: Option<LogId>,
+    /// Set when a write failed: nothing after it may be acknowledged.
+    failed: Option<String>,
+}
+
+impl State {
+    fn last(&self) -> Option<LogId> {
+        self.locs.back().map(|l| l.log_id)
+    }
+
+    fn seg_path(&self, seg: u64) -> PathBuf {
+        self.dir.join(seg_name(seg))
+    }
+
+    fn trim_cache(&mut self) {
+        let flushed = self.flushed.unwrap_or(0);
+        while self.cache.len() > CACHE_ENTRIES {
+            match self.cache.front() {
+                Some(e) if e.log_id.index <= flushed => {
+                    self.cache.pop_front();
+                }
+                _ => break,
+            }
+        }
+    }
+
+    fn get(&self, index: u64) -> Result<Option<Entry>, String> {
+        if index < self.first || index >= self.first + self.locs.len() as u64 {
+            return Ok(None);
+        }
+        let cache_first = self.cache.front().map_or(u64::MAX, |e| e.log_id.index);
+        if index >= cache_first {
+            return Ok(self.cache.get((index - cache_first) as usize).cloned());
+        }
+        let loc = self.locs[(index - self.first) as usize];
+        let file = self.segs.get(&loc.seg).ok_or_else(|| format!("segment {} of entry {index} is gone", loc.seg))?;
+        let mut buf = vec![0u8; 8 + loc.len as usize];
+        file.read_exact_at(&mut buf, loc.offset).map_err(|e| format!("{}: {e}", self.seg_path(loc.seg).display()))?;
+        let payload = &buf[8..];
+        if crc32fast::hash(payload) != u32::from_be_bytes([buf[4], buf[5], buf[6], buf[7]]) {
+            return Err(format!(
+                "{}: entry {index} at offset {} fails its checksum",
+                self.seg_path(loc.seg).display(),
+                loc.offset
+            ));
+        }
+        bincode::deserialize(payload).map(Some).map_err(|e| format!("entry {index}: {e}"))
+    }
+}
+
+fn seg_name(first: u64) -> String {
+    format!("seg.{first:016x}")
+}
+
+/// What the writer thread does, in order.
+enum Job {
+    /// Write `bytes` at `offset` of segment `seg` (creating it first when `create`); entries up
+    /// to `last`. `done` is told once they are on disk (a batch split over two segments reports
+    /// once, with its second part).
+    Append {
+        seg: u64,
+        create: bool,
+        offset: u64,
+        bytes: Vec<u8>,
+        last: u64,
+        done: Option<LogFlushed<Zkr>>,
+    },
+    /// Cut everything from `offset` of segment `seg` on, and remove `drop` segments.
+    Truncate {
+        seg: Option<(u64, u64)>,
+        drop: Vec<PathBuf>,
+        done: std::sync::mpsc::SyncSender<Result<(), String>>,
+    },
+    Remove {
+        paths: Vec<PathBuf>,
+        done: std::sync::mpsc::SyncSender<Result<(), String>>,
+    },
+}
+
+/// The log store; cheap to clone (readers share it).
+#[derive(Clone)]
+pub struct LogStore {
+    state: Arc<Mutex<State>>,
+    jobs: std::sync::mpsc::Sender<Job>,
+}
+
+impl LogStore {
+    /// Opens (or creates) the log in `dir` and starts its writer thread.
+    pub fn open(raft_dir: &Path, force_sync: bool) -> Result<LogStore, crate::storage::StorageError> {
+        use crate::storage::StorageError as E;
+        let dir = &raft_dir.join("log");
+        std::fs::create_dir_all(dir).map_err(|e| E::io(dir, e))?;
+        let purged = raft_dir.join("purged");
+        let mut st = State {
+            raft_dir: raft_dir.to_owned(),
+            dir: dir.to_owned(),
+            locs: VecDeque::new(),
+            first: 0,
+            cache: VecDeque::new(),
+            segs: BTreeMap::new(),
+            write_seg: None,
+            write_off: HEADER,
+            flushed: None,
+            purged: read_small::<LogId>(&purged).map_err(|e| E::io(&purged, e))?,
+            failed: None,
+        };
+        let names = crate::storage::numbered_files(dir, "seg.")?;
+        let count = names.len();
+        for (n, (seg, path)) in names.into_iter().enumerate() {
+            let last = n + 1 == count;
+            let seg = seg as u64;
+            scan_segment(&mut st, seg, &path, last)?;
+            let f = File::open(&path).map_err(|e| E::io(&path, e))?;
+            st.segs.insert(seg, Arc::new(f));
+        }
+        st.flushed = st.last().map(|l| l.index);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let state = Arc::new(Mutex::new(st));
+        let thread_state = state.clone();
+        let d = dir.to_owned();
+        std::thread::Builder::new()
+            .name("zkr-raft-log".into())
+            .spawn(move || writer(d, rx, thread_state, force_sync))
+            .map_err(|e| E::io(dir, e))?;
+        Ok(LogStore { state, jobs: tx })
+    }
+
+    /// Highest index on disk (for tests and metrics).
+    pub fn flushed(&self) -> Option<u64> {
+        self.state.lock().flushed
+    }
+
+    fn wait(
+        &self,
+        job: impl FnOnce(std::sync::mpsc::SyncSender<Result<(), String>>) -> Job,
+    ) -> Result<(), StorageError> {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        self.jobs.send(job(tx)).map_err(|_| log_err("the log writer has stopped"))?;
+        // The writer only does file I/O; waiting here briefly is what openraft expects of
+        // truncate and purge (they are rare: a new leader's conflicts, a snapshot's purge).
+        tokio::task::block_in_place(|| rx.recv()).map_err(|_| log_err("the log writer has stopped"))?.map_err(log_err)
+    }
+}
+
+/// Reads a segment's records into the index. A bad record at the end of the last segment with
+/// only zeros after it is a torn append and is cut; anywhere else it stops startup.
+fn scan_segment(st: &mut State, seg: u64, path: &Path, last: bool) -> Result<(), crate::storage::StorageError> {
+    use crate::storage::StorageError as E;
+    let corrupt = |offset: u64, reason: String| E::Corrupt { file: path.to_owned(), offset, reason };
+    let bytes = std::fs::read(path).map_err(|e| E::io(path, e))?;
+    if bytes.len() < HEADER as usize || &bytes[..4] != MAGIC {
+        if last && bytes.iter().all(|b| *b == 0) {
+            tracing::warn!(file = %path.display(), "empty raft log segment (crash while creating it): removing");
+            std::fs::remove_file(path).map_err(|e| E::io(path, e))?;
+            return Ok(());
+        }
+        return Err(corrupt(0, "not a zkr raft log segment".into()));
+    }
+    let mut off = HEADER as usize;
+    loop {
+        if off + 8 > bytes.len() {
+            break;
+        }
+        let len = u32::from_be_bytes([bytes[off], bytes[off + 1], bytes[off + 2], bytes[off + 3]]) as usize;
+        let crc = u32::from_be_bytes([bytes[off + 4], bytes[off + 5], bytes[off + 6], bytes[off + 7]]);
+        let rest_zero = |from: usize| bytes[from.min(bytes.len())..].iter().all(|b| *b == 0);
+        if len == 0 && crc == 0 {
+            if rest_zero(off) {
+                break;
+            }
+            return Err(corrupt(off as u64, "a zero record header followed by data".into()));
+        }
+        let end = off + 8 + len;
+        let entry = (end <= bytes.len() && crc32fast::hash(&bytes[off + 8..end]) == crc)
+            .then(|| bincode::deserialize::<Entry>(&bytes[off + 8..end]).ok())
+            .flatten();
+        let Some(entry) = entry else {
+            // Torn: the last segment, and nothing but zeros after the extent this record claims
+            // (or after its header, if the length itself is past the file).
+            if last && rest_zero(end.min(bytes.len()).max(off + 8)) && end <= bytes.len() + 8 {
+                tracing::warn!(file = %path.display(), offset = off, "torn record at the end of the raft log (crash during append): cutting it");
+                let f = OpenOptions::new().write(true).open(path).map_err(|e| E::io(path, e))?;
+                f.write_all_at(&vec![0u8; (end.min(bytes.len())) - off], off as u64).map_err(|e| E::io(path, e))?;
+                f.sync_all().map_err(|e| E::io(path, e))?;
+                break;
+            }
+            return Err(corrupt(off as u64, "record fails its checksum or does not decode".into()));
+        };
+        let index = entry.log_id.index;
+        match st.last() {
+            Some(prev) if index != prev.index + 1 => {
+                return Err(corrupt(off as u64, format!("entry {index} follows entry {}", prev.index)));
+            }
+            None => st.first = index,
+            _ => {}
+        }
+        st.locs.push_back(Loc { log_id: entry.log_id, seg, offset: off as u64, len: len as u32 });
+        st.cache.push_back(entry);
+        if st.cache.len() > CACHE_ENTRIES {
+            st.cache.pop_front();
+        }
+        off = end;
+    }
+    if last {
+        st.write_seg = Some(seg);
+        st.write_off = off as u64;
+    }
+    Ok(())
+}
+
+/// The writer thread: appends and fsyncs in order, reporting each batch once it is on disk.
+fn writer(dir: PathBuf, rx: std::sync::mpsc::Receiver<Job>, state: Arc<Mutex<State>>, force_sync: bool) {
+    let mut file: Option<(u64, File)> = None;
+    let open = |seg: u64| -> std::io::Result<File> { OpenOptions::new().write(true).open(dir.join(seg_name(seg))) };
+    while let Ok(job) = rx.recv() {
+        let mut jobs = vec![job];
+        while let Ok(more) = rx.try_recv() {
+            jobs.push(more);
+        }
+        let mut flushed_to = None;
+        let mut done = Vec::new();
+        for job in jobs {
+            match job {
+                Job::Append { seg, create, offset, bytes, last, done: cb } => {
+                    let res = (|| -> std::io::Result<()> {
+                        if create {
+                            if let Some((_, f)) = &file {
+                                f.sync_data()?;
+                            }
+                            let f = create_segment(&dir, seg)?;
+                            state.lock().segs.insert(seg, Arc::new(File::open(dir.join(seg_name(seg)))?));
+                            file = Some((seg, f));
+                        } else if file.as_ref().map(|(s, _)| *s) != Some(seg) {
+                            file = Some((seg, open(seg)?));
+                        }
+                        match &file {
+                            Some((_, f)) => f.write_all_at(&bytes, offset),
+                            None => Err(std::io::Error::other("no segment to append to")),
+                        }
+                    })();
+                    match res {
+                        Ok(()) => flushed_to = Some(last),
+                        Err(e) => {
+                            let msg = format!("cannot append to the raft log: {e}");
+                            tracing::error!("{msg}");
+                            state.lock().failed.get_or_insert(msg);
+                        }
+                    }
+                    if let Some(cb) = cb {
+                        done.push(cb);
+                    }
+                }
+                Job::Truncate { seg, drop, done: tx } => {
+                    let res = (|| -> std::io::Result<()> {
+                        for p in &drop {
+                            std::fs::remove_file(p)?;
+                            if file.as_ref().is_some_and(|(s, _)| dir.join(seg_name(*s)) == *p) {
+                                file = None;
+                            }
+                        }
+                        if let Some((s, offset)) = seg {
+                            let f = open(s)?;
+                            let len = f.metadata()?.len();
+                            f.set_len(offset)?;
+                            f.set_len(len.max(offset))?;
+                            f.sync_all()?;
+                        }
+                        sync_dir(&dir);
+                        Ok(())
+                    })();
+                    let _ = tx.send(res.map_err(|e| format!("cannot truncate the raft log: {e}")));
+                }
+                Job::Remove { paths, done: tx } => {
+                    let res = paths.iter().try_for_each(std::fs::remove_file);
+                    sync_dir(&dir);
+                    let _ = tx.send(res.map_err(|e| format!("cannot purge the raft log: {e}")));
+                }
+            }
+        }
+        if flushed_to.is_some() {
+            let synced = if force_sync { file.as_ref().map_or(Ok(()), |(_, f)| f.sync_data()) } else { Ok(()) };
+            if let Err(e) = synced {
+                let msg = format!("cannot fsync the raft log: {e}");
+                tracing::error!("{msg}");
+                state.lock().failed.get_or_insert(msg);
+            }
+        }
+        let failed = state.lock().failed.clone();
+        for cb in done {
+            match failed.clone() {
+                None => cb.log_io_completed(Ok(())),
+                Some(msg) => cb.log_io_completed(Err(std::io::Error::other(msg))),
+            }
+        }
+        if failed.is_none() {
+            if let Some(last) = flushed_to {
+                let mut st = state.lock();
+                st.flushed = Some(st.flushed.map_or(last, |f| f.max(last)));
+                st.trim_cache();
+            }
+        }
+    }
+}
+
+fn create_segment(dir: &Path, seg: u64) -> std::io::Result<File> {
+    let path = dir.join(seg_name(seg));
+    let mut f = OpenOptions::new().create(true).truncate(true).write(true).open(&path)?;
+    f.set_len(SEGMENT_BYTES)?;
+    f.write_all(MAGIC)?;
+    f.write_all(&VERSION.to_be_bytes())?;
+    f.sync_all()?;
+    sync_dir(dir);
+    Ok(f)
+}
+
+fn sync_dir(dir: &Path) {
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+}
+
+/// Writes a small value (bincode + crc32) to `path` atomically; fsync'd when `durable`.
+pub(crate) fn write_small<T: serde::Serialize>(path: &Path, v: &T, durable: bool) -> std::io::Result<()> {
+    let mut b = bincode::serialize(v).map_err(std::io::Error::other)?;
+    let crc = crc32fast::hash(&b);
+    b.extend_from_slice(&crc.to_be_bytes());
+    let tmp = path.with_extension("tmp");
+    let mut f = File::create(&tmp)?;
+    f.write_all(&b)?;
+    if durable {
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)?;
+    if durable {
+        if let Some(d) = path.parent() {
+            sync_dir(d);
+        }
+    }
+    Ok(())
+}
+
+/// Reads what `write_small` wrote; a missing file is `None`, a damaged one an error.
+pub(crate) fn read_small<T: serde::de::DeserializeOwned>(path: &Path) -> std::io::Result<Option<T>> {
+    let mut b = Vec::new();
+    match File::open(path) {
+        Ok(mut f) => f.read_to_end(&mut b)?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let bad = || std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{} is damaged", path.display()));
+    if b.len() < 4 {
+        return Err(bad());
+    }
+    let (body, crc) = b.split_at(b.len() - 4);
+    if crc32fast::hash(body).to_be_bytes() != crc {
+        return Err(bad());
+    }
+    bincode::deserialize(body).map(Some).map_err(|_| bad())
+}
+
+fn range_of(range: &impl RangeBounds<u64>) -> (u64, u64) {
+    let start = match range.start_bound() {
+        Bound::Included(s) => *s,
+        Bound::Excluded(s) => s + 1,
+        Bound::Unbounded => 0,
+    };
+    let end = match range.end_bound() {
+        Bound::Included(e) => e.saturating_add(1),
+        Bound::Excluded(e) => *e,
+        Bound::Unbounded => u64::MAX,
+    };
+    (start, end)
+}
+
+impl RaftLogReader<Zkr> for LogStore {
+    async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + std::fmt::Debug + Send>(
+        &mut self,
+        range: RB,
+    ) -> Result<Vec<Entry>, StorageError> {
+        let (start, end) = range_of(&range);
+        let st = self.state.lock();
+        let end = end.min(st.first + st.locs.len() as u64);
+        let mut out = Vec::with_capacity(end.saturating_sub(start).min(4096) as usize);
+        for i in start.max(st.first)..end {
+            match st.get(i).map_err(log_err)? {
+                Some(e) => out.push(e),
+                None => break,
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl RaftLogStorage<Zkr> for LogStore {
+    type LogReader = LogStore;
+
+    async fn get_log_state(&mut self) -> Result<LogState<Zkr>, StorageError> {
+        let st = self.state.lock();
+        let last = st.last().or(st.purged);
+        Ok(LogState { last_purged_log_id: st.purged, last_log_id: last })
+    }
+
+    async fn get_log_reader(&mut self) -> LogStore {
+        self.clone()
+    }
+
+    async fn save_vote(&mut self, vote: &Vote) -> Result<(), StorageError> {
+        let path = self.state.lock().raft_dir.join("vote");
+        tokio::task::block_in_place(|| write_small(&path, vote, true)).map_err(|e| {
+            openraft::StorageIOError::write_vote(openraft::AnyError::error(format!("{}: {e}", path.display()))).into()
+        })
+    }
+
+    async fn read_vote(&mut self) -> Result<Option<Vote>, StorageError> {
+        let path = self.state.lock().raft_dir.join("vote");
+        read_small(&path).map_err(|e| openraft::StorageIOError::read_vote(openraft::AnyError::error(e)).into())
+    }
+
+    async fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), StorageError> {
+        let path = self.state.lock().raft_dir.join("committed");
+        // A hint for the next start (entries up to it are applied at once); losing it is safe.
+        write_small(&path, &committed, false).map_err(log_err)
+    }
+
+    async fn read_committed(&mut self) -> Result<Option<LogId>, StorageError> {
+        let path = self.state.lock().raft_dir.join("committed");
+        Ok(read_small::<Option<LogId>>(&path).map_err(log_err)?.flatten())
+    }
+
+    async fn append<I>(&mut self, entries: I, callback: LogFlushed<Zkr>) -> Result<(), StorageError>
+    where
+        I: IntoIterator<Item = Entry> + Send,
+        I::IntoIter: Send,
+    {
+        let mut st = self.state.lock();
+        if let Some(why) = &st.failed {
+            return Err(log_err(why));
+        }
+        // One job per segment touched: (segment, create it, offset, bytes, last index).
+        let mut parts: Vec<(u64, bool, u64, Vec<u8>, u64)> = Vec::new();
+        for e in entries {
+            let payload = bincode::serialize(&e).map_err(log_err)?;
+            let rec_len = 8 + payload.len() as u64;
+            let full = st.write_off + rec_len > SEGMENT_BYTES && st.write_off > HEADER;
+            let seg = match st.write_seg {
+                Some(seg) if !full => seg,
+                _ => {
+                    st.write_seg = Some(e.log_id.index);
+                    st.write_off = HEADER;
+                    parts.push((e.log_id.index, true, HEADER, Vec::new(), e.log_id.index));
+                    e.log_id.index
+                }
+            };
+            if parts.last().is_none_or(|p| p.0 != seg) {
+                parts.push((seg, false, st.write_off, Vec::new(), e.log_id.index));
+            }
+            if st.locs.is_empty() {
+                st.first = e.log_id.index;
+            }
+            let offset = st.write_off;
+            st.locs.push_back(Loc { log_id: e.log_id, seg, offset, len: payload.len() as u32 });
+            st.write_off += rec_len;
+            if let Some(p) = parts.last_mut() {
+                p.3.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+                p.3.extend_from_slice(&crc32fast::hash(&payload).to_be_bytes());
+                p.3.extend_from_slice(&payload);
+                p.4 = e.log_id.index;
+            }
+            st.cache.push_back(e);
+        }
+        drop(st);
+        if parts.is_empty() {
+            callback.log_io_completed(Ok(()));
+            return Ok(());
+        }
+        let n = parts.len();
+        let mut callback = Some(callback);
+        for (k, (seg, create, offset, bytes, last)) in parts.into_iter().enumerate() {
+            let done = if k + 1 == n { callback.take() } else { None };
+            self.jobs
+                .send(Job::Append { seg, create, offset, bytes, last, done })
+                .map_err(|_| log_err("the log writer has stopped"))?;
+        }
+        Ok(())
+    }
+
+    async fn truncate(&mut self, log_id: LogId) -> Result<(), StorageError> {
+        let since = log_id.index;
+        let (seg, drop) = {
+            let mut st = self.state.lock();
+            if since < st.first || since >= st.first + st.locs.len() as u64 {
+                return Ok(());
+            }
+            let at = st.locs[(since - st.first) as usize];
+            let keep = (since - st.first) as usize;
+            st.locs.truncate(keep);
+            while st.cache.back().is_some_and(|e| e.log_id.index >= since) {
+                st.cache.pop_back();
+            }
+            let dropped: Vec<u64> = st.segs.range(at.seg + 1..).map(|(s, _)| *s).collect();
+            let paths: Vec<PathBuf> = dropped.iter().map(|s| st.seg_path(*s)).collect();
+            for s in &dropped {
+                st.segs.remove(s);
+            }
+            if at.offset <= HEADER {
+                // The whole segment goes.
+                st.segs.remove(&at.seg);
+                let mut paths = paths;
+                paths.push(st.seg_path(at.seg));
+                let prev = st.locs.back().copied();
+                st.write_seg = prev.map(|l| l.seg);
+                st.write_off = prev.map_or(HEADER, |l| l.offset + 8 + l.len as u64);
+                st.flushed = st.flushed.map(|f| f.min(since.saturating_sub(1)));
+                (None, paths)
+            } else {
+                st.write_seg = Some(at.seg);
+                st.write_off = at.offset;
+                st.flushed = st.flushed.map(|f| f.min(since.saturating_sub(1)));
+                (Some((at.seg, at.offset)), paths)
+            }
+        };
+        self.wait(|done| Job::Truncate { seg, drop, done })
+    }
+
+    async fn purge(&mut self, log_id: LogId) -> Result<(), StorageError> {
+        let path = self.state.lock().raft_dir.join("purged");
+        tokio::task::block_in_place(|| write_small(&path, &log_id, true)).map_err(log_err)?;
+        let remove = {
+            let mut st = self.state.lock();
+            st.purged = Some(log_id);
+            let upto = log_id.index;
+            while st.locs.front().is_some_and(|l| l.log_id.index <= upto) {
+                st.locs.pop_front();
+                st.first += 1;
+            }
+            if st.locs.is_empty() {
+                st.first = upto + 1;
+            }
+            while st.cache.front().is_some_and(|e| e.log_id.index <= upto) {
+                st.cache.pop_front();
+            }
+            // A segment goes once the next one starts at or before the first kept entry.
+            let keep_from = st.locs.front().map_or(st.write_seg.unwrap_or(u64::MAX), |l| l.seg);
+            let old: Vec<u64> = st.segs.range(..keep_from).map(|(s, _)| *s).collect();
+            let mut paths = Vec::new();
+            for s in old {
+                if Some(s) != st.write_seg {
+                    st.segs.remove(&s);
+                    paths.push(st.seg_path(s));
+                }
+            }
+            paths
+        };
+        if remove.is_empty() {
+            return Ok(());
+        }
+        self.wait(|done| Job::Remove { paths: remove, done })
+    }
+}

@@ -1,0 +1,95 @@
+//! Ensembles: zkr members replicated with openraft.
+//!
+//! ```text
+//!  client ──► member's core ──Proposal──► proposer ──► leader's Raft log ──► every member's
+//!             (reads local)               (forward       (openraft: append,   state machine
+//!              ▲                           stream)        replicate, commit)  = its core:
+//!              └──────────── replies, watch events when this member applies ◄── prep + apply
+//! ```
+//! Modules: `members` (zoo.cfg's `server.N`, myid, `--peers`), `command` (the log entry),
+//! `types` (openraft's type config, zxids from log ids), `log_store` (the Raft log on disk),
+//! `state_machine` (the bridge to the core, snapshots), `network` (peer frames and RPCs),
+//! `member` (the running member: peer listener, proposer, role watcher). This file starts one.
+
+pub mod command;
+pub mod log_store;
+pub mod member;
+pub mod members;
+pub mod network;
+pub mod state_machine;
+pub mod types;
+
+use crate::config::Config;
+use crate::server::core::replicated::{Proposal, Replicated};
+use crate::tree::DataTree;
+use members::Ensemble;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tokio::sync::mpsc;
+use types::{LogId, Membership};
+
+/// Where an ensemble member keeps its Raft state.
+pub fn raft_dir(cfg: &Config) -> PathBuf {
+    cfg.data_log_dir.clone().unwrap_or_else(|| cfg.data_dir.clone()).join("raft")
+}
+
+/// What an ensemble member recovers from its data directory before it starts.
+pub struct Recovered {
+    pub tree: DataTree,
+    pub applied: Option<LogId>,
+    pub membership: Membership,
+    pub log: log_store::LogStore,
+    pub snap_dir: PathBuf,
+}
+
+/// Opens the Raft log and loads the newest snapshot. Entries after the snapshot are applied by
+/// openraft once it knows they are committed (at once up to the saved commit point).
+pub fn recover(cfg: &Config) -> Result<Recovered, crate::storage::StorageError> {
+    let dir = raft_dir(cfg);
+    let snap_dir = dir.join("snap");
+    std::fs::create_dir_all(&snap_dir).map_err(|e| crate::storage::StorageError::io(&snap_dir, e))?;
+    let log = log_store::LogStore::open(&dir, cfg.force_sync)?;
+    let (tree, applied, membership) = match state_machine::latest(&snap_dir)? {
+        Some((meta, path)) => {
+            let tree = crate::storage::snapshot::read(&path)?;
+            (tree, meta.last_log_id, meta.last_membership)
+        }
+        None => (DataTree::new(), None, Membership::default()),
+    };
+    Ok(Recovered { tree, applied, membership, log, snap_dir })
+}
+
+/// openraft's timing from ZooKeeper's: heartbeats a tenth of a tick (50–200 ms), elections after
+/// 5 to 10 heartbeats without one. A member or leader out of touch with the quorum for
+/// syncLimit ticks stops serving (ZooKeeper's syncLimit).
+pub fn raft_config(cfg: &Config, ens: &Ensemble) -> Result<openraft::Config, String> {
+    let tick = cfg.tick_time_ms as u64;
+    let heartbeat = (tick / 10).clamp(50, 200);
+    let c = openraft::Config {
+        cluster_name: "zkr".into(),
+        heartbeat_interval: heartbeat,
+        election_timeout_min: heartbeat * 5,
+        election_timeout_max: heartbeat * 10,
+        install_snapshot_timeout: (tick * ens.init_limit as u64).max(2000),
+        snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(cfg.snap_count),
+        max_in_snapshot_log_to_keep: 1000,
+        ..Default::default()
+    };
+    c.validate().map_err(|e| e.to_string())
+}
+
+/// How long a member may go without hearing from the quorum before it stops serving.
+pub fn stale_after(cfg: &Config, ens: &Ensemble) -> Duration {
+    Duration::from_millis((cfg.tick_time_ms as u64 * ens.sync_limit.max(1) as u64).max(1000))
+}
+
+/// The core's ensemble state and the proposals' channel for a recovered member.
+pub fn core_side(me: u64, rec: &Recovered) -> (Replicated, mpsc::UnboundedReceiver<Proposal>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    (Replicated::new(me, tx, rec.applied, rec.membership.clone()), rx)
+}
+
+/// True if `dir` holds no Raft state yet (a new member, or one whose data was wiped).
+pub fn is_pristine(dir: &Path) -> bool {
+    !dir.join("vote").exists()
+}

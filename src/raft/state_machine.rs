@@ -1,0 +1,215 @@
+//! openraft's state machine: the core's tree. Committed entries go to the core thread, which
+//! applies them in order (and answers the clients waiting for them); snapshots are the zkr
+//! snapshot format plus a small file of Raft metadata.
+//!
+//! ```text
+//! <dataDir>/raft/snap/snapshot.<zxid, 16 hex digits>        the tree (storage/snapshot.rs)
+//! <dataDir>/raft/snap/snapshot.<zxid, 16 hex digits>.meta   openraft's SnapshotMeta (bincode | crc32)
+//! ```
+//! A snapshot counts only once its `.meta` exists (written last). Snapshots travel between
+//! members as the tree file in chunks (openraft's chunked transfer), so neither side holds a
+//! second copy of the tree in memory beyond what the format needs.
+
+use super::log_store::{read_small, write_small};
+use super::types::{sm_err, Entry, LogId, Membership, SnapshotMeta, StorageError, Zkr};
+use crate::server::core::replicated::{Committed, CommittedPayload, ReplMsg};
+use crate::server::core::CoreMsg;
+use crate::tree::DataTree;
+use openraft::storage::{RaftStateMachine, Snapshot};
+use openraft::{EntryPayload, RaftSnapshotBuilder};
+use std::path::{Path, PathBuf};
+use tokio::sync::{mpsc, oneshot};
+
+/// Snapshots kept (the newest ones); older ones and their metadata are removed.
+const KEEP: usize = 2;
+
+pub struct StateMachine {
+    core: mpsc::Sender<CoreMsg>,
+    dir: PathBuf,
+    applied: Option<LogId>,
+    membership: Membership,
+    /// The file a snapshot from the leader is being received into.
+    receiving: Option<PathBuf>,
+}
+
+fn meta_path(snapshot: &Path) -> PathBuf {
+    let mut p = snapshot.as_os_str().to_owned();
+    p.push(".meta");
+    PathBuf::from(p)
+}
+
+/// The newest complete snapshot of `dir`: its metadata and path.
+pub fn latest(dir: &Path) -> Result<Option<(SnapshotMeta, PathBuf)>, crate::storage::StorageError> {
+    for (_, path) in crate::storage::snapshot::list(dir)? {
+        let mp = meta_path(&path);
+        match read_small::<SnapshotMeta>(&mp) {
+            Ok(Some(meta)) => return Ok(Some((meta, path))),
+            Ok(None) => tracing::warn!(file = %path.display(), "snapshot without its .meta (interrupted): ignored"),
+            Err(e) => return Err(crate::storage::StorageError::io(&mp, e)),
+        }
+    }
+    Ok(None)
+}
+
+/// Removes all but the newest `KEEP` snapshots, and leftovers of interrupted transfers.
+fn purge(dir: &Path) {
+    if let Ok(list) = crate::storage::snapshot::list(dir) {
+        for (_, p) in list.into_iter().skip(KEEP) {
+            let _ = std::fs::remove_file(meta_path(&p));
+            let _ = std::fs::remove_file(&p);
+        }
+    }
+}
+
+impl StateMachine {
+    pub fn new(core: mpsc::Sender<CoreMsg>, dir: PathBuf, applied: Option<LogId>, membership: Membership) -> Self {
+        if let Ok(rd) = std::fs::read_dir(&dir) {
+            for e in rd.flatten() {
+                if e.file_name().to_string_lossy().starts_with("receiving.") {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+        }
+        StateMachine { core, dir, applied, membership, receiving: None }
+    }
+
+    async fn to_core(&self, msg: CoreMsg) -> Result<(), StorageError> {
+        self.core.send(msg).await.map_err(|_| sm_err("the core has stopped"))
+    }
+}
+
+/// Builds a snapshot from a view of the tree the core hands over.
+pub struct Builder {
+    core: mpsc::Sender<CoreMsg>,
+    dir: PathBuf,
+}
+
+impl RaftSnapshotBuilder<Zkr> for Builder {
+    async fn build_snapshot(&mut self) -> Result<Snapshot<Zkr>, StorageError> {
+        let (tx, rx) = oneshot::channel();
+        self.core
+            .send(CoreMsg::Replication(ReplMsg::SnapshotView(tx)))
+            .await
+            .map_err(|_| sm_err("the core has stopped"))?;
+        let view = rx.await.map_err(|_| sm_err("the core has stopped"))?;
+        let dir = self.dir.clone();
+        let meta = SnapshotMeta {
+            last_log_id: view.log_id,
+            last_membership: view.membership.clone(),
+            snapshot_id: view.log_id.map_or("0-0".to_owned(), |l| format!("{}-{}", l.leader_id.term, l.index)),
+        };
+        let m = meta.clone();
+        let path = tokio::task::spawn_blocking(move || -> Result<PathBuf, String> {
+            std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+            let path = crate::storage::snapshot::write(&dir, &view.tree).map_err(|e| e.to_string())?;
+            write_small(&meta_path(&path), &m, true).map_err(|e| e.to_string())?;
+            purge(&dir);
+            Ok(path)
+        })
+        .await
+        .map_err(sm_err)?
+        .map_err(sm_err)?;
+        tracing::info!(file = %path.display(), id = %meta.snapshot_id, "snapshot written");
+        let f = tokio::fs::File::open(&path).await.map_err(sm_err)?;
+        Ok(Snapshot { meta, snapshot: Box::new(f) })
+    }
+}
+
+impl RaftStateMachine<Zkr> for StateMachine {
+    type SnapshotBuilder = Builder;
+
+    async fn applied_state(&mut self) -> Result<(Option<LogId>, Membership), StorageError> {
+        Ok((self.applied, self.membership.clone()))
+    }
+
+    async fn apply<I>(&mut self, entries: I) -> Result<Vec<()>, StorageError>
+    where
+        I: IntoIterator<Item = Entry> + Send,
+        I::IntoIter: Send,
+    {
+        let mut batch = Vec::new();
+        for e in entries {
+            let payload = match e.payload {
+                EntryPayload::Blank => CommittedPayload::Blank,
+                EntryPayload::Normal(cmd) => CommittedPayload::Command(cmd),
+                EntryPayload::Membership(m) => {
+                    self.membership = Membership::new(Some(e.log_id), m.clone());
+                    CommittedPayload::Membership(self.membership.clone())
+                }
+            };
+            self.applied = Some(e.log_id);
+            batch.push(Committed { log_id: e.log_id, payload });
+        }
+        let n = batch.len();
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let (done, rx) = oneshot::channel();
+        self.to_core(CoreMsg::Apply { entries: batch, done }).await?;
+        rx.await.map_err(|_| sm_err("the core has stopped"))?;
+        Ok(vec![(); n])
+    }
+
+    async fn get_snapshot_builder(&mut self) -> Builder {
+        Builder { core: self.core.clone(), dir: self.dir.clone() }
+    }
+
+    async fn begin_receiving_snapshot(&mut self) -> Result<Box<tokio::fs::File>, StorageError> {
+        tokio::fs::create_dir_all(&self.dir).await.map_err(sm_err)?;
+        let path = self.dir.join(format!("receiving.{}", std::process::id()));
+        let f = tokio::fs::OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .read(true)
+            .write(true)
+            .open(&path)
+            .await
+            .map_err(sm_err)?;
+        self.receiving = Some(path);
+        Ok(Box::new(f))
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        meta: &SnapshotMeta,
+        snapshot: Box<tokio::fs::File>,
+    ) -> Result<(), StorageError> {
+        snapshot.sync_all().await.map_err(sm_err)?;
+        drop(snapshot);
+        let Some(received) = self.receiving.take() else {
+            return Err(sm_err("a snapshot to install that was never received"));
+        };
+        let dir = self.dir.clone();
+        let m = meta.clone();
+        let tree = tokio::task::spawn_blocking(move || -> Result<DataTree, String> {
+            let tree = crate::storage::snapshot::read(&received).map_err(|e| e.to_string())?;
+            let path = dir.join(crate::storage::snapshot::file_name(tree.last_zxid()));
+            std::fs::rename(&received, &path).map_err(|e| e.to_string())?;
+            write_small(&meta_path(&path), &m, true).map_err(|e| e.to_string())?;
+            purge(&dir);
+            Ok(tree)
+        })
+        .await
+        .map_err(sm_err)?
+        .map_err(sm_err)?;
+        tracing::info!(id = %meta.snapshot_id, znodes = tree.node_count(), "installing a snapshot from the leader");
+        let (done, rx) = oneshot::channel();
+        let msg = ReplMsg::Install {
+            tree: Box::new(tree),
+            log_id: meta.last_log_id,
+            membership: meta.last_membership.clone(),
+            done,
+        };
+        self.to_core(CoreMsg::Replication(msg)).await?;
+        rx.await.map_err(|_| sm_err("the core has stopped"))?;
+        self.applied = meta.last_log_id;
+        self.membership = meta.last_membership.clone();
+        Ok(())
+    }
+
+    async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot<Zkr>>, StorageError> {
+        let Some((meta, path)) = latest(&self.dir).map_err(sm_err)? else { return Ok(None) };
+        let f = tokio::fs::File::open(&path).await.map_err(sm_err)?;
+        Ok(Some(Snapshot { meta, snapshot: Box::new(f) }))
+    }
+}

@@ -1,0 +1,56 @@
+//! openraft's type configuration for zkr: an entry carries a `Command`, a member is described
+//! by its `server.N` line, a snapshot travels as a file.
+
+use super::command::Command;
+use super::members::ServerSpec;
+
+openraft::declare_raft_types!(
+    /// zkr's Raft types.
+    pub Zkr:
+        D = Command,
+        R = (),
+        NodeId = u64,
+        Node = ServerSpec,
+        Entry = openraft::Entry<Zkr>,
+        SnapshotData = tokio::fs::File,
+        AsyncRuntime = openraft::TokioRuntime,
+);
+
+pub type MemberId = u64;
+pub type Entry = openraft::Entry<Zkr>;
+pub type LogId = openraft::LogId<MemberId>;
+pub type Vote = openraft::Vote<MemberId>;
+pub type Membership = openraft::StoredMembership<MemberId, ServerSpec>;
+pub type SnapshotMeta = openraft::SnapshotMeta<MemberId, ServerSpec>;
+pub type StorageError = openraft::StorageError<MemberId>;
+pub type Raft = openraft::Raft<Zkr>;
+
+/// The zxid of a log position: the term as ZooKeeper's epoch in the high 32 bits, the index in
+/// the low 32, so zxids strictly increase along the log and across leader changes (a new term
+/// is always higher) and mean the same on every member.
+pub fn zxid_of(log_id: &LogId) -> i64 {
+    ((log_id.leader_id.term as i64) << 32) | (log_id.index & 0xffff_ffff) as i64
+}
+
+/// Wraps any error as openraft's storage I/O error on the log.
+pub fn log_err(e: impl std::fmt::Display) -> StorageError {
+    openraft::StorageIOError::write_logs(openraft::AnyError::error(e.to_string())).into()
+}
+
+/// Wraps any error as openraft's storage I/O error on the state machine.
+pub fn sm_err(e: impl std::fmt::Display) -> StorageError {
+    openraft::StorageIOError::write_state_machine(openraft::AnyError::error(e.to_string())).into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zxids_increase_along_the_log_and_across_terms() {
+        let id = |term, index| LogId::new(openraft::CommittedLeaderId::new(term, 1), index);
+        assert!(zxid_of(&id(1, 5)) < zxid_of(&id(1, 6)));
+        assert!(zxid_of(&id(1, 900)) < zxid_of(&id(2, 901)));
+        assert_eq!(zxid_of(&id(3, 7)), 0x3_0000_0007);
+    }
+}

@@ -155,6 +155,9 @@ pub fn recover(cfg: &Config) -> Result<Recovered, StorageError> {
     let layout = Layout::new(cfg);
     let lock = open(&layout)?;
     let secret = secret(&layout.data_dir)?;
+    for tmp in snapshot::remove_unfinished(&layout.snap_dir)? {
+        tracing::warn!(file = %tmp.display(), "removed an unfinished snapshot (a snapshot write failed or was interrupted)");
+    }
     let mut tree = newest_snapshot(cfg, &layout)?;
     let start = tree.last_zxid();
     let replay = wal::replay(&layout.log_dir, start)?;

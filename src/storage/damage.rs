@@ -71,7 +71,7 @@ pub fn scan_rest(file: &File, from: u64, end: u64, prev: Zxid) -> std::io::Resul
             continue;
         }
         for i in 0..starts {
-            // A record's length is below 2^26, so a candidate has a non-zero byte in its first 4.
+            // A candidate's length is at least MIN_PAYLOAD, so its first 4 bytes are not all zero.
             let Some(head) = window.get(i..i + 4) else { break };
             if head == [0, 0, 0, 0] {
                 continue;
@@ -86,6 +86,7 @@ pub fn scan_rest(file: &File, from: u64, end: u64, prev: Zxid) -> std::io::Resul
                 continue;
             };
             let zxid = i64::from_be_bytes(zxid_bytes.try_into().unwrap_or([0; 8]));
+            // In i128: `prev` and `zxid` come from disk and may be anywhere in i64's range.
             let room = ((p - from) / (8 + MIN_PAYLOAD)) as i128;
             if !(zxid as i128 > prev as i128 && zxid as i128 <= prev as i128 + 1 + room) {
                 continue;

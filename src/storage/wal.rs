@@ -464,8 +464,11 @@ mod tests {
         }
     }
 
-    /// The damage of issue #13 and its relatives, done to the record at `off` of `bytes`.
-    fn shapes() -> Vec<(&'static str, fn(&mut Vec<u8>, usize))> {
+    /// Damage done to the record at an offset of a segment's bytes.
+    type Damage = fn(&mut Vec<u8>, usize);
+
+    /// The damage of issue #13 and its relatives.
+    fn shapes() -> Vec<(&'static str, Damage)> {
         vec![
             ("one bit flipped in the length (79 -> 1,048,655)", |b, off| b[off + 1] ^= 0x10),
             ("a length larger than a segment", |b, off| b[off..off + 4].copy_from_slice(&u32::MAX.to_be_bytes())),

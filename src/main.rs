@@ -42,6 +42,10 @@ enum Command {
     /// Read-only Dubbo registry view: zkr dubbo -server host:port services|providers I|consumers I|config|web
     /// [--json]; `zkr dubbo help` explains each command.
     Dubbo(zkr::dubbo::DubboArgs),
+    /// Cut a corrupt transaction log at its first bad record so that zkr can start: copies of
+    /// the damaged segment and every later one go to <log dir>/damaged/, then the command
+    /// exits; start `zkr serve` as usual afterwards. Takes the directory flags of serve.
+    RepairLog(RepairArgs),
     /// Convert a ZooKeeper data directory (snapshots + transaction logs) into a zkr data directory.
     ImportZookeeper {
         /// ZooKeeper's dataDir (the one holding version-2/).
@@ -54,6 +58,62 @@ enum Command {
         #[arg(long)]
         data_dir: std::path::PathBuf,
     },
+}
+
+/// The flags of `zkr repair-log`: the ones of `zkr serve` that say where the data is, so that a
+/// repair reads the same directories (and the same zoo.cfg) as the server it precedes.
+#[derive(clap::Args)]
+struct RepairArgs {
+    /// Data directory (zoo.cfg dataDir).
+    #[arg(long)]
+    data_dir: Option<std::path::PathBuf>,
+    /// Directory of the write-ahead log (zoo.cfg dataLogDir; default <data-dir>/wal).
+    #[arg(long)]
+    data_log_dir: Option<std::path::PathBuf>,
+    /// A ZooKeeper zoo.cfg to read.
+    #[arg(long)]
+    config: Option<std::path::PathBuf>,
+    /// If the newest snapshot fails its checksum, repair the log after an older one.
+    #[arg(long)]
+    recover_older_snapshot: bool,
+}
+
+/// `zkr repair-log`: exit 0 after a repair or when there was nothing to repair, 1 otherwise.
+fn repair_log(args: RepairArgs) -> i32 {
+    let serve = ServeArgs {
+        data_dir: args.data_dir,
+        data_log_dir: args.data_log_dir,
+        config: args.config,
+        recover_older_snapshot: args.recover_older_snapshot,
+        ..ServeArgs::default()
+    };
+    let cfg = match Config::from_args(&serve) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("zkr: {e}");
+            return 2;
+        }
+    };
+    match zkr::storage::repair_log(&cfg) {
+        Ok(r) if r.cuts.is_empty() => {
+            println!("the log has no corrupt record: nothing changed");
+            0
+        }
+        Ok(r) => {
+            for (file, offset, reason) in &r.cuts {
+                println!("cut {} at offset {offset}: {reason}", file.display());
+            }
+            for kept in &r.kept {
+                println!("kept {}", kept.display());
+            }
+            println!("records from the cut on are no longer in the log; they are only in the copies above");
+            0
+        }
+        Err(e) => {
+            eprintln!("zkr: repair-log failed: {e}");
+            1
+        }
+    }
 }
 
 fn main() -> anyhow::Result<()> {
@@ -70,6 +130,7 @@ fn main() -> anyhow::Result<()> {
             }
             Ok(())
         }
+        Command::RepairLog(args) => std::process::exit(repair_log(args)),
         Command::ImportZookeeper { zk_data_dir, zk_data_log_dir, data_dir } => {
             match zkr::import::import(&zk_data_dir, zk_data_log_dir.as_deref(), &data_dir) {
                 Ok(i) => {

@@ -2,117 +2,14 @@
 //! and snapshots; sessions and their ephemerals survive a restart.
 
 mod common;
+mod durable;
 
 use common::Raw;
+use durable::{create, get, refused_startup, spawn};
 use std::io::{BufRead, BufReader};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 use zkr::proto::{Acl, CreateRequest, OpCode, Request, RequestBody, Response};
-
-fn create(xid: i32, path: &str, data: &[u8], flags: i32) -> Request {
-    Request {
-        xid,
-        op: OpCode::Create2,
-        body: RequestBody::Create(CreateRequest {
-            path: path.into(),
-            data: Some(bytes::Bytes::copy_from_slice(data)),
-            acl: Acl::open_unsafe(),
-            flags,
-            ttl: None,
-        }),
-    }
-}
-
-fn get(xid: i32, path: &str) -> Request {
-    Request { xid, op: OpCode::GetData, body: RequestBody::PathWatch { path: path.into(), watch: false } }
-}
-
-/// Starts zkr on `data` expecting it to refuse; returns what it said on stderr.
-fn refused_startup(data: &Path) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_zkr"))
-        .args(["serve", "--admin-enable", "false", "--bind", "127.0.0.1", "--port", "0", "--data-dir"])
-        .arg(data)
-        .output()
-        .unwrap();
-    assert!(!out.status.success(), "zkr started on a damaged data directory");
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-/// A zkr process with its client address.
-struct Proc {
-    child: Child,
-    addr: String,
-}
-
-fn spawn(data: &Path, extra: &[&str]) -> Proc {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_zkr"))
-        .args([
-            "serve",
-            "--admin-enable",
-            "false",
-            "--bind",
-            "127.0.0.1",
-            "--port",
-            "0",
-            "--tick-time",
-            "100",
-            "--min-session-timeout",
-            "200",
-        ])
-        .arg("--data-dir")
-        .arg(data)
-        .args(extra)
-        .env("RUST_LOG", "info")
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("zkr starts");
-    let stderr = child.stderr.take().unwrap();
-    let mut lines = BufReader::new(stderr).lines();
-    let log_path = data.with_extension("log");
-    let mut early = Vec::new();
-    let addr = loop {
-        let line = lines.next().expect("zkr printed its address").unwrap();
-        early.push(line.clone());
-        if let Some(rest) = line.split("addr=").nth(1) {
-            if line.contains("accepting client connections") {
-                break rest.split_whitespace().next().unwrap().to_string();
-            }
-        }
-    };
-    // Keep draining stderr (into <data>.log, for post-mortems) so the child never blocks.
-    std::thread::spawn(move || {
-        use std::io::Write;
-        let mut log = std::fs::OpenOptions::new().create(true).append(true).open(log_path).ok();
-        for line in early.into_iter().chain(lines.map_while(Result::ok)) {
-            if let Some(f) = log.as_mut() {
-                let _ = writeln!(f, "{line}");
-            }
-        }
-    });
-    Proc { child, addr }
-}
-
-/// A test that fails half-way must not leave its server running.
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Proc {
-    fn kill9(mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-
-    fn stop(mut self) {
-        let _ = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status();
-        let status = self.child.wait().unwrap();
-        assert!(status.success(), "zkr exits 0 on SIGTERM: {status:?}");
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clean_restart_keeps_tree_zxid_and_sessions() {
@@ -393,17 +290,28 @@ async fn a_corrupt_snapshot_is_refused_unless_asked_to_fall_back() {
     p.kill9();
 }
 
+/// The full-disk failpoint fails the append itself: the write that hit it never reaches the log.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_disk_stops_acknowledgements_instead_of_losing_writes() {
-    log_failure_stops_acknowledgements("ZKR_FAILPOINT_LOG_FULL_AFTER").await;
+    log_failure_stops_acknowledgements("ZKR_FAILPOINT_LOG_FULL_AFTER", "no space left on device", false).await;
 }
 
+/// The fsync failpoint fails after the append, as a real fsync error does: the write that hit it
+/// is in the file (the page cache outlives the process) but was never acknowledged. A client
+/// must treat an unanswered write as unknown, as with ZooKeeper; what matters is that zkr does
+/// not answer it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_fsync_stops_acknowledgements_instead_of_losing_writes() {
-    log_failure_stops_acknowledgements("ZKR_FAILPOINT_FSYNC_FAILS_AFTER").await;
+    log_failure_stops_acknowledgements("ZKR_FAILPOINT_FSYNC_FAILS_AFTER", "fsync failed", true).await;
 }
 
-async fn log_failure_stops_acknowledgements(failpoint: &str) {
+/// Creates one at a time (so each write is its own group commit and the one that hits the
+/// failure is known: the first without an answer) until the failpoint stops zkr, then a write
+/// on a second session. Checks that the failing write and everything after it got no answer at
+/// all, that zkr exited 70 naming the failure, and, after a restart without the failpoint, that
+/// every acknowledged create is there with the zxid it was acknowledged with, and nothing from
+/// after the failure is.
+async fn log_failure_stops_acknowledgements(failpoint: &str, says: &str, failed_write_reaches_the_log: bool) {
     let data = common::temp_dir();
     let mut child = Command::new(env!("CARGO_BIN_EXE_zkr"))
         .args(["serve", "--admin-enable", "false", "--bind", "127.0.0.1", "--port", "0", "--data-dir"])
@@ -420,25 +328,53 @@ async fn log_failure_stops_acknowledgements(failpoint: &str) {
         }
     };
     let (mut c, _) = Raw::connect(&addr, 5000).await;
-    let mut acked = Vec::new();
+    let (mut second, _) = Raw::connect(&addr, 5000).await;
+    let mut acked: Vec<(String, i64)> = Vec::new();
+    let mut failed = None;
     for i in 0..1000 {
         let path = format!("/f{i}");
         c.send(&create(i, &path, &[7u8; 100], 0)).await;
         match c.recv(OpCode::Create2).await {
-            Some((h, _)) if h.err == 0 => acked.push(path),
-            _ => break,
+            Some((h, _)) if h.err == 0 => acked.push((path, h.zxid)),
+            Some((h, _)) => panic!("{path}: an error reply ({}) instead of no reply", h.err),
+            None => {
+                failed = Some(path);
+                break;
+            }
         }
     }
-    assert!(!acked.is_empty() && acked.len() < 1000, "acknowledged {} writes", acked.len());
+    let failed = failed.expect("the failpoint stopped acknowledgements");
+    assert!(acked.len() > 10, "acknowledged {} writes before the failure", acked.len());
+    // After the failure nothing is acknowledged, on any session.
+    let after = "/after-the-failure";
+    if second.try_send(&create(1, after, b"", 0)).await {
+        assert!(second.recv(OpCode::Create2).await.is_none(), "a write after the failure was answered");
+    }
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(70), "zkr stops when its log cannot be written");
     let said: Vec<String> = lines.map_while(Result::ok).collect();
-    assert!(said.iter().any(|l| l.contains("cannot write the transaction log")), "{said:?}");
+    assert!(said.iter().any(|l| l.contains("cannot write the transaction log") && l.contains(says)), "{said:?}");
 
     let p = spawn(&data, &[]);
     let (mut c, _) = Raw::connect(&p.addr, 5000).await;
-    for (i, path) in acked.iter().enumerate() {
-        assert_eq!(c.call(&get(i as i32, path)).await.0.err, 0, "lost acknowledged {path}");
+    for (i, (path, zxid)) in acked.iter().enumerate() {
+        let (h, r) = c.call(&get(i as i32, path)).await;
+        assert_eq!(h.err, 0, "lost acknowledged {path}");
+        let Response::GetData { stat, .. } = r else { panic!("{r:?}") };
+        assert_eq!(stat.czxid, *zxid, "{path} is the write that was acknowledged");
     }
+    let last_acked = acked.last().map_or(0, |(_, z)| *z);
+    let (h, r) = c.call(&get(0, &failed)).await;
+    if failed_write_reaches_the_log {
+        assert_eq!(h.err, 0, "the write whose fsync failed is in the log");
+        let Response::GetData { stat, .. } = r else { panic!("{r:?}") };
+        assert_eq!(stat.czxid, last_acked + 1, "and it is the one right after the last acknowledged");
+    } else {
+        assert_eq!(h.err, -101, "the write that found the disk full is not in the log");
+    }
+    assert_eq!(c.call(&get(1, after)).await.0.err, -101, "nothing after the failure reached the log");
+    let (h, _) = c.call(&create(2, "/next", b"", 0)).await;
+    assert_eq!(h.err, 0);
+    assert!(h.zxid > last_acked, "the zxid continues after every acknowledged write");
     p.kill9();
 }

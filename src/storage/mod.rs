@@ -5,9 +5,12 @@
 //! <dataDir>/secret               32 random bytes; session passwords derive from it
 //! <dataDir>/snap/snapshot.<zxid> snapshots (see snapshot.rs)
 //! <dataLogDir or dataDir/wal>/log.<zxid>   log segments (see wal.rs)
+//! <dataLogDir or dataDir/wal>/damaged/     copies of damaged segments (see damage.rs)
 //! ```
-//! Recovery: newest valid snapshot, then every log record after it, in zxid order.
+//! Recovery: newest valid snapshot, then every log record after it, in zxid order. Repair
+//! (`zkr repair-log`): the same, cutting the log at its first corrupt record.
 
+pub mod damage;
 pub mod record;
 pub mod snapshot;
 pub mod wal;
@@ -25,6 +28,15 @@ pub enum StorageError {
     Io { file: PathBuf, source: std::io::Error },
     #[error("{file}: corrupt at offset {offset}: {reason}")]
     Corrupt { file: PathBuf, offset: u64, reason: String },
+    /// A log record that is damaged and is not a torn tail. Its own variant because its way out
+    /// is `zkr repair-log`, and repair cuts the log at exactly this file and offset.
+    #[error(
+        "{file}: corrupt at offset {offset}: {reason}. zkr did not start and changed nothing. To start from the \
+         records before this offset, run `zkr repair-log` with the same --data-dir, --data-log-dir or --config: \
+         it keeps a copy of the damaged segment (and moves later ones) into {} and cuts the log here",
+        damage::damaged_dir(.file).display()
+    )]
+    CorruptLog { file: PathBuf, offset: u64, reason: String },
     #[error("{0} is in use by another zkr process")]
     Locked(PathBuf),
 }
@@ -115,28 +127,38 @@ pub(crate) fn secret(dir: &Path) -> Result<[u8; 32], StorageError> {
     }
 }
 
-/// Opens the data directory and rebuilds the state it holds.
-pub fn recover(cfg: &Config) -> Result<Recovered, StorageError> {
-    let layout = Layout::new(cfg);
+/// Creates the directories and takes the lock.
+fn open(layout: &Layout) -> Result<File, StorageError> {
     for d in [&layout.data_dir, &layout.snap_dir, &layout.log_dir] {
         std::fs::create_dir_all(d).map_err(|e| StorageError::io(d, e))?;
     }
-    let lock = lock(&layout.data_dir)?;
-    let secret = secret(&layout.data_dir)?;
-    let mut tree = None;
+    lock(&layout.data_dir)
+}
+
+/// The newest snapshot that reads (or, with `recover_older_snapshot`, the newest that checks
+/// out), or an empty tree if there is none.
+fn newest_snapshot(cfg: &Config, layout: &Layout) -> Result<DataTree, StorageError> {
     for (_, path) in snapshot::list(&layout.snap_dir)? {
         match snapshot::read(&path) {
-            Ok(t) => {
-                tree = Some(t);
-                break;
-            }
+            Ok(t) => return Ok(t),
             Err(e) if cfg.recover_older_snapshot => {
                 tracing::warn!("{e}; falling back to an older snapshot (--recover-older-snapshot)");
             }
             Err(e) => return Err(e),
         }
     }
-    let mut tree = tree.unwrap_or_default();
+    Ok(DataTree::default())
+}
+
+/// Opens the data directory and rebuilds the state it holds.
+pub fn recover(cfg: &Config) -> Result<Recovered, StorageError> {
+    let layout = Layout::new(cfg);
+    let lock = open(&layout)?;
+    let secret = secret(&layout.data_dir)?;
+    for tmp in snapshot::remove_unfinished(&layout.snap_dir)? {
+        tracing::warn!(file = %tmp.display(), "removed an unfinished snapshot (a snapshot write failed or was interrupted)");
+    }
+    let mut tree = newest_snapshot(cfg, &layout)?;
     let start = tree.last_zxid();
     let replay = wal::replay(&layout.log_dir, start)?;
     if let Some(first) = replay.txns.first() {
@@ -154,6 +176,16 @@ pub fn recover(cfg: &Config) -> Result<Recovered, StorageError> {
         tree.apply(txn, &mut changes);
     }
     Ok(Recovered { tree, secret, tail: replay.tail, lock, replayed: replay.txns.len() })
+}
+
+/// `zkr repair-log`: cuts the log after the snapshot recovery would start from at its first
+/// corrupt record, keeping copies (see `damage::repair`). Takes the lock, so it cannot run
+/// beside a server on the same directory. A log without corruption is left as it is.
+pub fn repair_log(cfg: &Config) -> Result<damage::Repaired, StorageError> {
+    let layout = Layout::new(cfg);
+    let _lock = open(&layout)?;
+    let start = newest_snapshot(cfg, &layout)?.last_zxid();
+    damage::repair(&layout.log_dir, start)
 }
 
 /// Deletes all but the newest `keep` snapshots and the log segments only they needed.

@@ -1,7 +1,8 @@
 //! Snapshots of the tree and the session table.
 //!
 //! ```text
-//! file      snapshot.<zxid, 16 hex digits>   (written as .tmp, fsync'd, renamed, dir fsync'd)
+//! file      snapshot.<zxid, 16 hex digits>   (written as snapshot.<zxid>.tmp, fsync'd, renamed,
+//!           dir fsync'd; a .tmp left by a failed or interrupted write is removed at startup)
 //! layout    "ZKRS" | version u32 = 2 | zxid i64 | nodes u64 | segments u32 | segment* | node*
 //!           | sessions u32 | session* | crc32 u32
 //! segment   id u32 | bytes buffer       (the name dictionary, see tree/names.rs)
@@ -44,6 +45,34 @@ pub fn list(dir: &Path) -> Result<Vec<(Zxid, PathBuf)>, StorageError> {
     let mut out = super::numbered_files(dir, "snapshot.")?;
     out.reverse();
     Ok(out)
+}
+
+/// The temporary name a snapshot is written under before its rename. `<name>.tmp`, not
+/// `with_extension`, which would replace the zxid: the file says which snapshot failed.
+fn tmp_name(zxid: Zxid) -> String {
+    format!("{}.tmp", file_name(zxid))
+}
+
+/// Removes temporary files of snapshot writes that never finished (the process died or the
+/// write failed before the rename) and returns their paths. They are never read: `list` only
+/// takes `snapshot.<hex>`. Also removes `snapshot.tmp`, the name zkr used before.
+pub fn remove_unfinished(dir: &Path) -> Result<Vec<PathBuf>, StorageError> {
+    let mut removed = Vec::new();
+    let rd = match std::fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(removed),
+        Err(e) => return Err(StorageError::io(dir, e)),
+    };
+    for entry in rd {
+        let entry = entry.map_err(|e| StorageError::io(dir, e))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with("snapshot.") && name.ends_with(".tmp") {
+            let path = entry.path();
+            std::fs::remove_file(&path).map_err(|e| StorageError::io(&path, e))?;
+            removed.push(path);
+        }
+    }
+    Ok(removed)
 }
 
 /// Bytes buffered before they are checksummed and handed to the writer.
@@ -128,16 +157,24 @@ pub fn encode(tree: &DataTree) -> Vec<u8> {
     v
 }
 
-/// Writes a snapshot durably: tmp file, fsync, rename, directory fsync.
+/// Writes a snapshot durably: tmp file, fsync, rename, directory fsync. A failed write removes
+/// its tmp file (a full disk must not stay full of it); if the process dies first,
+/// `remove_unfinished` takes it away at the next start.
 pub fn write(dir: &Path, tree: &DataTree) -> Result<PathBuf, StorageError> {
     std::fs::create_dir_all(dir).map_err(|e| StorageError::io(dir, e))?;
     let path = dir.join(file_name(tree.last_zxid()));
-    let tmp = path.with_extension("tmp");
-    let f = File::create(&tmp).map_err(|e| StorageError::io(&tmp, e))?;
-    let mut w = std::io::BufWriter::with_capacity(CHUNK, f);
-    encode_to(tree, &mut w).map_err(|e| StorageError::io(&tmp, e))?;
-    let f = w.into_inner().map_err(|e| StorageError::io(&tmp, e.into_error()))?;
-    f.sync_all().map_err(|e| StorageError::io(&tmp, e))?;
+    let tmp = dir.join(tmp_name(tree.last_zxid()));
+    let written = (|| {
+        let f = File::create(&tmp)?;
+        let mut w = std::io::BufWriter::with_capacity(CHUNK, f);
+        encode_to(tree, &mut w)?;
+        let f = w.into_inner().map_err(|e| e.into_error())?;
+        f.sync_all()
+    })();
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(StorageError::io(&tmp, e));
+    }
     std::fs::rename(&tmp, &path).map_err(|e| StorageError::io(&path, e))?;
     if let Ok(d) = File::open(dir) {
         let _ = d.sync_all();
@@ -413,6 +450,25 @@ mod tests {
         std::fs::write(&p, &bad).unwrap();
         assert!(matches!(read(&p), Err(StorageError::Corrupt { .. })));
         let _ = std::fs::remove_file(&p);
+    }
+
+    #[test]
+    fn unfinished_writes_are_removed_and_finished_ones_kept() {
+        let d = std::env::temp_dir().join(format!("zkr-snap-tmp-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        let done = write(&d, &providers_tree(2)).unwrap();
+        let unfinished = [d.join(tmp_name(0x1f4)), d.join("snapshot.tmp")];
+        for p in &unfinished {
+            std::fs::write(p, b"ZKRS half a snapshot").unwrap();
+        }
+        assert_eq!(list(&d).unwrap().len(), 1, "a tmp file is never listed as a snapshot");
+        let mut removed = remove_unfinished(&d).unwrap();
+        removed.sort();
+        let mut want = unfinished.to_vec();
+        want.sort();
+        assert_eq!(removed, want);
+        assert!(done.exists() && unfinished.iter().all(|p| !p.exists()));
+        let _ = std::fs::remove_dir_all(&d);
     }
 
     fn read_bytes(b: &[u8]) -> DataTree {

@@ -9,12 +9,16 @@
 //! All integers big-endian. A segment is preallocated to `SEGMENT_BYTES` so appends do not
 //! change file metadata; a new segment starts when the current one is full.
 //!
-//! Recovery reads every segment in zxid order. A bad record (checksum mismatch, or a length
-//! running past the file) is a torn tail — a crash mid-append — when it is in the last segment
-//! and nothing but zeros follows it: it is cut off with a warning. Anywhere else it is
-//! corruption, and recovery stops with the file and offset.
+//! Recovery reads every segment in zxid order. A bad record (a length that is too large or runs
+//! past the file, a checksum mismatch, a payload that does not decode, or a zero length with
+//! non-zero bytes after it) is a torn tail — a crash mid-append — only if nothing valid can
+//! follow it: it is in the last segment and no record that frames, checksums, decodes and
+//! carries a later zxid lies anywhere after it (see damage.rs). Then a copy of the segment's
+//! written part goes to `damaged/` and the tail is zeroed, with a warning naming the copy.
+//! Anything else is corruption: recovery stops with the file and offset and changes nothing,
+//! and `zkr repair-log` is the operator's way to cut the log there.
 
-use super::StorageError;
+use super::{damage, StorageError};
 use crate::txn::{Txn, Zxid};
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -22,7 +26,8 @@ use std::path::{Path, PathBuf};
 
 pub const MAGIC: &[u8; 4] = b"ZKRW";
 pub const VERSION: u32 = 1;
-const HEADER: u64 = 8;
+/// Bytes of a segment's header; the first record starts here.
+pub const HEADER: u64 = 8;
 /// Size a segment is preallocated to (ZooKeeper preallocates 64 MB too).
 pub const SEGMENT_BYTES: u64 = 64 * 1024 * 1024;
 
@@ -68,20 +73,28 @@ fn rest_is_zero(r: &mut impl Read) -> std::io::Result<bool> {
     }
 }
 
+/// Corruption of the log at `offset` of segment `path`.
+fn damaged(path: &Path, offset: u64, reason: String) -> StorageError {
+    StorageError::CorruptLog { file: path.to_owned(), offset, reason }
+}
+
 /// Reads every record with zxid > `after`. `after` comes from the snapshot that recovery starts
-/// from. Segments are streamed, so only their written part is read, not the preallocated rest.
+/// from. Segments are streamed, so only their written part is read, not the preallocated rest;
+/// where the data seems to end, the rest of that segment is scanned once (see `check_end`).
 pub fn replay(dir: &Path, after: Zxid) -> Result<Replay, StorageError> {
     let segs = segments(dir)?;
     let mut txns = Vec::new();
     let mut tail = None;
-    for (n, (_, path)) in segs.iter().enumerate() {
+    for (n, (first, path)) in segs.iter().enumerate() {
         let last = n + 1 == segs.len();
         // A segment followed by one that starts at or before `after + 1` holds nothing newer.
         if !last && segs[n + 1].0 <= after + 1 {
             continue;
         }
         let io = |e| StorageError::io(path, e);
-        let mut r = std::io::BufReader::with_capacity(1 << 20, File::open(path).map_err(io)?);
+        let file = File::open(path).map_err(io)?;
+        let file_len = file.metadata().map_err(io)?.len();
+        let mut r = std::io::BufReader::with_capacity(1 << 20, &file);
         let mut header = [0u8; HEADER as usize];
         let got = read_full(&mut r, &mut header).map_err(io)?;
         if got < header.len() || &header[..4] != MAGIC {
@@ -91,59 +104,72 @@ pub fn replay(dir: &Path, after: Zxid) -> Result<Replay, StorageError> {
                 tail = Some((path.clone(), 0));
                 continue;
             }
-            return Err(StorageError::Corrupt { file: path.clone(), offset: 0, reason: "bad segment header".into() });
+            // The header is written and fsync'd before any record, so it cannot be torn.
+            return Err(damaged(path, 0, "bad segment header".into()));
         }
         let mut off = HEADER;
+        // The zxid of the record before the one at `off`; a segment is named for its first.
+        let mut prev = first.saturating_sub(1);
         let mut payload = Vec::new();
         loop {
             let mut prefix = [0u8; 8];
             let got = read_full(&mut r, &mut prefix).map_err(io)?;
-            if got == 0 || (got < 8 && prefix[..got].iter().all(|b| *b == 0)) {
+            if got == 0 {
+                // The records fill the file exactly.
+                break;
+            }
+            if prefix[..got].iter().all(|b| *b == 0) {
+                // A zero prefix marks the end of the data, if only zeros follow it.
+                if !check_end(&file, path, off, file_len, prev, last)? {
+                    return Ok(Replay { txns, tail: Some((path.clone(), off)) });
+                }
                 break;
             }
             let len = u32::from_be_bytes([prefix[0], prefix[1], prefix[2], prefix[3]]) as u64;
-            if got == 8 && len == 0 {
-                break;
-            }
             let crc = u32::from_be_bytes([prefix[4], prefix[5], prefix[6], prefix[7]]);
-            let mut txn = None;
-            if got == 8 && len <= SEGMENT_BYTES {
+            let bad = if got < 8 {
+                Some("a record prefix cut short by the end of the file".to_string())
+            } else if len == 0 {
+                Some(format!("a zero length with a non-zero checksum 0x{crc:08x}"))
+            } else if len > SEGMENT_BYTES {
+                Some(format!("length {len} is larger than a segment"))
+            } else {
                 payload.resize(len as usize, 0);
                 let have = read_full(&mut r, &mut payload).map_err(io)?;
-                if have == payload.len() && crc32fast::hash(&payload) == crc {
-                    // Records the snapshot already covers are checked but not decoded.
-                    let zxid = payload.get(..8).map(|b| i64::from_be_bytes(b.try_into().unwrap_or([0; 8])));
-                    if zxid.is_some_and(|z| z <= after) {
-                        off += 8 + len;
-                        continue;
-                    }
-                    txn = super::record::decode(&payload).ok();
+                if have < payload.len() {
+                    Some(format!("length {len} runs past the end of the file"))
+                } else if crc32fast::hash(&payload) != crc {
+                    Some(format!("record of length {len} fails its checksum"))
+                } else {
+                    None
                 }
-            }
-            let Some(txn) = txn else {
-                if last && rest_is_zero(&mut r).map_err(io)? {
-                    tracing::warn!(file = %path.display(), offset = off, "torn record at the end of the log (crash during append): truncating");
-                    truncate_at(path, off)?;
-                    break;
-                }
-                return Err(StorageError::Corrupt {
-                    file: path.clone(),
-                    offset: off,
-                    reason: "record fails its checksum".into(),
-                });
             };
-            if txn.zxid > after {
-                if let Some(prev) = txns.last().map(|t: &Txn| t.zxid) {
-                    if txn.zxid != prev + 1 {
-                        return Err(StorageError::Corrupt {
-                            file: path.clone(),
-                            offset: off,
-                            reason: format!("zxid 0x{:x} follows 0x{prev:x}", txn.zxid),
-                        });
-                    }
-                }
-                txns.push(txn);
+            if let Some(reason) = bad {
+                check_torn(&file, path, off, file_len, prev, last, reason)?;
+                return Ok(Replay { txns, tail: Some((path.clone(), off)) });
             }
+            // Records the snapshot already covers are checked but not decoded.
+            let zxid = payload.get(..8).map(|b| i64::from_be_bytes(b.try_into().unwrap_or([0; 8])));
+            if let Some(z) = zxid.filter(|z| *z <= after) {
+                prev = z;
+                off += 8 + len;
+                continue;
+            }
+            let txn = match super::record::decode(&payload) {
+                Ok(txn) => txn,
+                Err(e) => {
+                    check_torn(&file, path, off, file_len, prev, last, format!("record does not decode ({e:?})"))?;
+                    return Ok(Replay { txns, tail: Some((path.clone(), off)) });
+                }
+            };
+            // A record that checks out but is out of order was not torn: the log itself is wrong.
+            if let Some(before) = txns.last().map(|t: &Txn| t.zxid) {
+                if txn.zxid != before + 1 {
+                    return Err(damaged(path, off, format!("zxid 0x{:x} follows 0x{before:x}", txn.zxid)));
+                }
+            }
+            prev = txn.zxid;
+            txns.push(txn);
             off += 8 + len;
         }
         if last {
@@ -153,13 +179,51 @@ pub fn replay(dir: &Path, after: Zxid) -> Result<Replay, StorageError> {
     Ok(Replay { txns, tail })
 }
 
-/// Zeroes a segment from `offset` on, so a torn record cannot be read again.
-fn truncate_at(path: &Path, offset: u64) -> Result<(), StorageError> {
-    let f = OpenOptions::new().write(true).open(path).map_err(|e| StorageError::io(path, e))?;
-    let len = f.metadata().map_err(|e| StorageError::io(path, e))?.len();
-    f.set_len(offset).map_err(|e| StorageError::io(path, e))?;
-    f.set_len(len.max(offset)).map_err(|e| StorageError::io(path, e))?;
-    f.sync_all().map_err(|e| StorageError::io(path, e))
+/// At a zero prefix at `off`: true if only zeros follow (the end of the data). Non-zero bytes
+/// after it are handled as a bad record at `off` (`check_torn`): false once they are cut off
+/// as a torn tail.
+fn check_end(file: &File, path: &Path, off: u64, file_len: u64, prev: Zxid, last: bool) -> Result<bool, StorageError> {
+    let rest = damage::scan_rest(file, off, file_len, prev).map_err(|e| StorageError::io(path, e))?;
+    if rest.valid.is_none() && rest.written_end <= off {
+        return Ok(true);
+    }
+    check_torn(file, path, off, file_len, prev, last, "a zero length, with non-zero bytes after it".into())?;
+    Ok(false)
+}
+
+/// A bad record at `off`: if nothing valid can follow it, it is a torn tail and is cut off,
+/// after a copy of the segment's written part is kept; otherwise it is corruption, and the
+/// error says what follows.
+fn check_torn(
+    file: &File,
+    path: &Path,
+    off: u64,
+    file_len: u64,
+    prev: Zxid,
+    last: bool,
+    reason: String,
+) -> Result<(), StorageError> {
+    if !last {
+        return Err(damaged(path, off, format!("{reason}; later log segments follow, so it is not a torn tail")));
+    }
+    let rest = damage::scan_rest(file, off, file_len, prev).map_err(|e| StorageError::io(path, e))?;
+    if let Some((at, zxid)) = rest.valid {
+        return Err(damaged(
+            path,
+            off,
+            format!("{reason}; a valid record (zxid 0x{zxid:x}) follows at offset {at}, so it is not a torn tail"),
+        ));
+    }
+    let copy = damage::keep_copy(path, rest.written_end, "torn")?;
+    damage::zero_from(path, off)?;
+    tracing::warn!(
+        file = %path.display(),
+        offset = off,
+        copy = %copy.display(),
+        "torn record at the end of the log (crash during append): cut off at offset {off}; the segment as it was is kept in {}",
+        copy.display()
+    );
+    Ok(())
 }
 
 /// The appending end of the log. Used only by the log writer thread.
@@ -341,10 +405,18 @@ mod tests {
             torn[cut - start..].iter_mut().for_each(|b| *b = 0);
             f.seek(SeekFrom::Start(start as u64)).unwrap();
             f.write_all(&torn).unwrap();
+            let before = std::fs::read(&path).unwrap();
             let r = replay(&d, 0).unwrap_or_else(|e| panic!("cut at {cut}: {e}"));
             assert_eq!(r.txns.len(), 3, "cut at {cut}");
             assert_eq!(r.tail.unwrap().1 as usize, start, "appends resume where the torn record began");
+            // The segment as it was found is kept before the torn bytes are zeroed.
+            // A cut within the length's leading zero bytes leaves nothing written to keep.
+            if before[start..].iter().any(|b| *b != 0) {
+                let written = before.iter().rposition(|b| *b != 0).unwrap() + 1;
+                assert!(copies(&d).iter().any(|c| std::fs::read(c).unwrap() == before[..written]), "cut at {cut}");
+            }
         }
+        assert_eq!(segments(&d).unwrap().len(), 1, "copies are not log segments");
     }
 
     #[test]
@@ -365,8 +437,191 @@ mod tests {
         bytes[HEADER as usize + 8] ^= 0xff; // first record's payload
         std::fs::write(&path, &bytes).unwrap();
         match replay(&d2, 0) {
-            Err(StorageError::Corrupt { offset, .. }) => assert_eq!(offset, HEADER),
+            Err(StorageError::CorruptLog { offset, .. }) => assert_eq!(offset, HEADER),
             other => panic!("expected corruption, got {:?}", other.map(|r| r.txns.len())),
         }
+    }
+
+    /// Offsets of the records of a segment.
+    fn offsets(path: &Path) -> Vec<usize> {
+        let bytes = std::fs::read(path).unwrap();
+        let mut out = Vec::new();
+        let mut off = HEADER as usize;
+        loop {
+            let len = u32::from_be_bytes(bytes[off..off + 4].try_into().unwrap()) as usize;
+            if len == 0 {
+                return out;
+            }
+            out.push(off);
+            off += 8 + len;
+        }
+    }
+
+    fn copies(d: &Path) -> Vec<PathBuf> {
+        match std::fs::read_dir(d.join("damaged")) {
+            Ok(rd) => rd.map(|e| e.unwrap().path()).collect(),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// Damage done to the record at an offset of a segment's bytes.
+    type Damage = fn(&mut Vec<u8>, usize);
+
+    /// The damage of issue #13 and its relatives.
+    fn shapes() -> Vec<(&'static str, Damage)> {
+        vec![
+            ("one bit flipped in the length (79 -> 1,048,655)", |b, off| b[off + 1] ^= 0x10),
+            ("a length larger than a segment", |b, off| b[off..off + 4].copy_from_slice(&u32::MAX.to_be_bytes())),
+            ("a length running past the file", |b, off| {
+                let past = (b.len() - off) as u32;
+                b[off..off + 4].copy_from_slice(&past.to_be_bytes())
+            }),
+            ("8 zero bytes over the prefix", |b, off| b[off..off + 8].fill(0)),
+            ("a zero length, checksum intact", |b, off| b[off..off + 4].fill(0)),
+            ("a flipped bit in the checksum", |b, off| b[off + 5] ^= 0x01),
+            ("a flipped bit in the payload", |b, off| b[off + 20] ^= 0x40),
+            ("a payload that checksums but does not decode", |b, off| {
+                let len = u32::from_be_bytes(b[off..off + 4].try_into().unwrap()) as usize;
+                b[off + 8 + 24] = 0xee; // the op tag
+                let crc = crc32fast::hash(&b[off + 8..off + 8 + len]);
+                b[off + 4..off + 8].copy_from_slice(&crc.to_be_bytes());
+            }),
+        ]
+    }
+
+    #[test]
+    fn damage_with_valid_records_after_it_is_corruption_and_changes_nothing() {
+        for (n, (shape, damage)) in shapes().into_iter().enumerate() {
+            let d = dir(&format!("mid-{n}"));
+            let path = write(&d, 1..=200);
+            let at = offsets(&path)[99];
+            let mut bytes = std::fs::read(&path).unwrap();
+            damage(&mut bytes, at);
+            std::fs::write(&path, &bytes).unwrap();
+            match replay(&d, 0) {
+                Err(StorageError::CorruptLog { file, offset, reason }) => {
+                    assert_eq!((file, offset), (path.clone(), at as u64), "{shape}: {reason}");
+                    assert!(reason.contains("follows at offset"), "{shape}: {reason}");
+                }
+                other => panic!("{shape}: expected corruption, got {:?}", other.map(|r| r.txns.len())),
+            }
+            assert!(std::fs::read(&path).unwrap() == bytes, "{shape}: the segment was changed");
+            assert!(copies(&d).is_empty(), "{shape}");
+            // The same damage after a snapshot that covers it is still refused (records a snapshot
+            // covers are checksummed, not decoded, so a payload that only fails to decode passes).
+            if !shape.contains("does not decode") {
+                assert!(matches!(replay(&d, 150), Err(StorageError::CorruptLog { .. })), "{shape}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_same_damage_to_the_last_record_is_a_torn_tail() {
+        for (n, (shape, damage)) in shapes().into_iter().enumerate() {
+            let d = dir(&format!("last-{n}"));
+            let path = write(&d, 1..=200);
+            let at = offsets(&path)[199];
+            let mut bytes = std::fs::read(&path).unwrap();
+            damage(&mut bytes, at);
+            std::fs::write(&path, &bytes).unwrap();
+            let r = replay(&d, 0).unwrap_or_else(|e| panic!("{shape}: {e}"));
+            assert_eq!(r.txns.len(), 199, "{shape}");
+            assert_eq!(r.tail.unwrap(), (path.clone(), at as u64), "{shape}");
+            let written = bytes.iter().rposition(|b| *b != 0).unwrap() + 1;
+            let kept = copies(&d);
+            assert_eq!(kept.len(), 1, "{shape}");
+            assert!(std::fs::read(&kept[0]).unwrap() == bytes[..written], "{shape}: the copy is the segment as found");
+            assert!(std::fs::read(&path).unwrap()[at..].iter().all(|b| *b == 0), "{shape}: the tail is zeroed");
+            assert_eq!(replay(&d, 0).unwrap().txns.len(), 199, "{shape}: and stays cut");
+        }
+    }
+
+    #[test]
+    fn a_later_segment_makes_any_bad_record_corruption() {
+        let d = dir("two-segments");
+        let first = write(&d, 1..=5);
+        let mut w = Wal::create(&d, 6, true).unwrap();
+        let mut buf = Vec::new();
+        (6..=8).for_each(|z| frame(&txn(z), &mut buf));
+        w.append(&buf, 6).unwrap();
+        // The last record of the first segment torn, as a crash would tear the log's last.
+        let at = offsets(&first)[4];
+        let mut bytes = std::fs::read(&first).unwrap();
+        bytes[at + 12..at + 40].fill(0);
+        std::fs::write(&first, &bytes).unwrap();
+        match replay(&d, 0) {
+            Err(StorageError::CorruptLog { file, offset, reason }) => {
+                assert_eq!((file, offset), (first.clone(), at as u64));
+                assert!(reason.contains("later log segments follow"), "{reason}");
+            }
+            other => panic!("expected corruption, got {:?}", other.map(|r| r.txns.len())),
+        }
+        assert!(std::fs::read(&first).unwrap() == bytes);
+    }
+
+    #[test]
+    fn junk_after_the_end_of_the_data_is_cut_with_a_copy_but_a_record_after_it_is_not() {
+        let d = dir("junk");
+        let path = write(&d, 1..=3);
+        let end = replay(&d, 0).unwrap().tail.unwrap().1 as usize;
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[end + 100..end + 140].fill(0xab);
+        std::fs::write(&path, &bytes).unwrap();
+        let r = replay(&d, 0).unwrap();
+        assert_eq!((r.txns.len(), r.tail.unwrap().1 as usize), (3, end));
+        assert_eq!(copies(&d).len(), 1);
+        assert!(std::fs::read(&path).unwrap()[end..].iter().all(|b| *b == 0));
+
+        // A record that could follow (zxid 5, after a lost zxid 4) beyond a zero gap.
+        let mut rec = Vec::new();
+        frame(&txn(5), &mut rec);
+        bytes[end + 100..end + 140].fill(0);
+        bytes[end + 4096..end + 4096 + rec.len()].copy_from_slice(&rec);
+        std::fs::write(&path, &bytes).unwrap();
+        match replay(&d, 0) {
+            Err(StorageError::CorruptLog { offset, reason, .. }) => {
+                assert_eq!(offset as usize, end, "{reason}");
+                assert!(reason.contains(&format!("zxid 0x5) follows at offset {}", end + 4096)), "{reason}");
+            }
+            other => panic!("expected corruption, got {:?}", other.map(|r| r.txns.len())),
+        }
+        // A record that could not follow (an old zxid) is junk, not a reason to refuse.
+        let mut old = Vec::new();
+        frame(&txn(2), &mut old);
+        bytes[end + 4096..end + 4096 + rec.len()].fill(0);
+        bytes[end + 4096..end + 4096 + old.len()].copy_from_slice(&old);
+        std::fs::write(&path, &bytes).unwrap();
+        assert_eq!(replay(&d, 0).unwrap().txns.len(), 3);
+    }
+
+    #[test]
+    fn repair_cuts_at_the_first_bad_record_and_keeps_everything_after_it() {
+        let d = dir("repair");
+        let first = write(&d, 1..=200);
+        let mut w = Wal::create(&d, 201, true).unwrap();
+        let mut buf = Vec::new();
+        (201..=210).for_each(|z| frame(&txn(z), &mut buf));
+        w.append(&buf, 201).unwrap();
+        let second = w.path.clone();
+        let second_bytes = std::fs::read(&second).unwrap();
+        let at = offsets(&first)[99];
+        let mut bytes = std::fs::read(&first).unwrap();
+        bytes[at + 1] ^= 0x10;
+        std::fs::write(&first, &bytes).unwrap();
+        assert!(replay(&d, 0).is_err());
+
+        let done = damage::repair(&d, 0).unwrap();
+        assert_eq!(done.cuts.len(), 1);
+        assert_eq!((done.cuts[0].0.clone(), done.cuts[0].1), (first.clone(), at as u64));
+        let r = replay(&d, 0).unwrap();
+        assert_eq!(r.txns.len(), 99, "records before the bad one stay");
+        assert_eq!(r.tail.unwrap(), (first.clone(), at as u64), "appends continue at the cut");
+        assert_eq!(segments(&d).unwrap(), vec![(1, first.clone())], "later segments are out of the log");
+        let written = bytes.iter().rposition(|b| *b != 0).unwrap() + 1;
+        let kept: Vec<Vec<u8>> = done.kept.iter().map(|p| std::fs::read(p).unwrap()).collect();
+        assert!(kept.contains(&bytes[..written].to_vec()), "a copy of the damaged segment as found");
+        assert!(kept.contains(&second_bytes), "the later segment, whole");
+        assert_eq!(copies(&d).len(), 2);
+        assert!(damage::repair(&d, 0).unwrap().cuts.is_empty(), "a clean log is left alone");
     }
 }

@@ -149,7 +149,11 @@ fn server_config(s: &TlsSettings) -> Result<Arc<rustls::ServerConfig>, TlsError>
     for entry in keystore::key_entries(&s.key_store, s.key_file.as_deref())? {
         keys.push(certified(entry, &provider).map_err(|reason| TlsError::Key { at: s.key_store.describe(), reason })?);
     }
-    Ok(Arc::new(builder.with_cert_resolver(Arc::new(ServerKeys(keys)))))
+    let mut config = builder.with_cert_resolver(Arc::new(ServerKeys(keys)));
+    // The server's order of ssl.ciphersuites decides, as a Java server's does (JSSE servers
+    // honour their own suite order by default): ZooKeeper's list puts AES-128-GCM first.
+    config.ignore_client_order = true;
+    Ok(Arc::new(config))
 }
 
 /// A key entry made usable by rustls, after checking that the key is the certificate's.

@@ -204,6 +204,18 @@ pub fn dir() -> Option<&'static Path> {
             eprintln!("skipped: these tests need openssl and keytool (Java) on PATH");
             return None;
         }
+        // Earlier runs' directories (an hour old or more) go first: nothing else removes them.
+        if let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) {
+            for e in entries.flatten() {
+                let old = e
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .is_ok_and(|t| t.elapsed().is_ok_and(|age| age > std::time::Duration::from_secs(3600)));
+                if old && e.file_name().to_string_lossy().starts_with("zkr-tls-test-") {
+                    let _ = std::fs::remove_dir_all(e.path());
+                }
+            }
+        }
         let dir = std::env::temp_dir().join(format!("zkr-tls-test-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("make a temporary directory");

@@ -145,15 +145,95 @@ impl ClientAuth {
     }
 }
 
+/// Where a TLS setting came from, so that a bad key store names the zoo.cfg line or the flag.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    Line { file: String, line: usize, key: String },
+    Flag(&'static str),
+}
+
+/// ZooKeeper's key store types (`KeyStoreFileType`; BCFKS needs BouncyCastle FIPS and is refused).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreType {
+    Jks,
+    Pkcs12,
+    Pem,
+}
+
+impl StoreType {
+    pub fn name(self) -> &'static str {
+        match self {
+            StoreType::Jks => "JKS",
+            StoreType::Pkcs12 => "PKCS12",
+            StoreType::Pem => "PEM",
+        }
+    }
+}
+
+/// A key or trust store password: `ssl.*.password`, or `ssl.*.passwordPath`, a file read again
+/// at every (re)load as `X509Util.getPasswordFromConfigPropertyOrFile` does. Debug hides it.
+#[derive(Clone, PartialEq, Eq)]
+pub enum StorePassword {
+    Inline(String),
+    File { path: PathBuf, origin: Origin },
+}
+
+impl std::fmt::Debug for StorePassword {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StorePassword::Inline(p) if p.is_empty() => f.write_str("Inline(empty)"),
+            StorePassword::Inline(_) => f.write_str("Inline(hidden)"),
+            StorePassword::File { path, .. } => write!(f, "File({})", path.display()),
+        }
+    }
+}
+
+/// One key or trust store: where it is, its type, its password and the line that named it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreSettings {
+    pub path: PathBuf,
+    pub kind: StoreType,
+    pub password: StorePassword,
+    pub origin: Origin,
+}
+
+impl StoreSettings {
+    /// A PEM file named by a flag (`--tls-cert`, `--tls-ca`): no password.
+    fn pem_flag(path: PathBuf, flag: &'static str) -> StoreSettings {
+        StoreSettings {
+            path,
+            kind: StoreType::Pem,
+            password: StorePassword::Inline(String::new()),
+            origin: Origin::Flag(flag),
+        }
+    }
+
+    /// `zoo.cfg:7: ssl.keyStore.location=/k/ks.jks` or `--tls-cert /k/server.pem`, to start an
+    /// error message with.
+    pub fn describe(&self) -> String {
+        match &self.origin {
+            Origin::Line { file, line, key } => format!("{file}:{line}: {key}={}", self.path.display()),
+            Origin::Flag(flag) => format!("{flag} {}", self.path.display()),
+        }
+    }
+}
+
 /// The TLS client port.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TlsSettings {
     pub port: u16,
     pub bind: IpAddr,
-    pub cert: PathBuf,
-    pub key: PathBuf,
-    pub ca: Option<PathBuf>,
+    /// The server's private key and certificate chain (`ssl.keyStore.*`, or `--tls-cert`).
+    pub key_store: StoreSettings,
+    /// `--tls-key`: a PEM private key in a file of its own (ZooKeeper's PEM store has both).
+    pub key_file: Option<PathBuf>,
+    /// CA certificates client certificates must chain to (`ssl.trustStore.*`, or `--tls-ca`).
+    pub trust_store: Option<StoreSettings>,
     pub client_auth: ClientAuth,
+    /// `ssl.enabledProtocols`, default `[ssl.protocol]` = TLSv1.2 (ZooKeeper 3.8).
+    pub protocols: Vec<crate::security::tls_params::Protocol>,
+    /// `ssl.ciphersuites` as Java/IANA names rustls implements, in the configured order.
+    pub cipher_suites: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -277,10 +357,18 @@ const USED: &[&str] = &[
     "ssl.keyStore.location",
     "ssl.keyStore.type",
     "ssl.keyStore.password",
+    "ssl.keyStore.passwordPath",
     "ssl.trustStore.location",
     "ssl.trustStore.type",
     "ssl.trustStore.password",
+    "ssl.trustStore.passwordPath",
     "ssl.clientAuth",
+    "ssl.protocol",
+    "ssl.enabledProtocols",
+    "ssl.ciphersuites",
+    "ssl.hostnameVerification",
+    "ssl.crl",
+    "ssl.ocsp",
     "X509AuthenticationProvider.superUser",
     "superUser",
 ];
@@ -559,62 +647,126 @@ impl Config {
 struct TlsFromFile {
     port: Option<u16>,
     bind: Option<IpAddr>,
-    key_store: Option<PathBuf>,
-    trust_store: Option<PathBuf>,
+    key_store: Option<StoreSettings>,
+    trust_store: Option<StoreSettings>,
     client_auth: Option<ClientAuth>,
+    protocols: Option<Vec<crate::security::tls_params::Protocol>>,
+    cipher_suites: Option<Vec<String>>,
 }
 
-/// ZooKeeper's TLS keys. zkr reads PEM only: ZooKeeper's PEM key store is one file with the key
-/// and the certificate chain, its PEM trust store a file of CA certificates.
+/// `ssl.*.type` (`KeyStoreFileType.fromPropertyValue`: the enum name, any case).
+fn store_type_named(ty: &str) -> Result<StoreType, String> {
+    match ty.to_ascii_uppercase().as_str() {
+        "JKS" => Ok(StoreType::Jks),
+        "PKCS12" => Ok(StoreType::Pkcs12),
+        "PEM" => Ok(StoreType::Pem),
+        "BCFKS" => Err("BCFKS key stores (BouncyCastle FIPS) are not supported by zkr: convert to PKCS12 \
+                        (keytool -importkeystore -deststoretype PKCS12)"
+            .into()),
+        _ => Err(format!("unknown key store type {ty:?} (ZooKeeper reads JKS, PKCS12, PEM or BCFKS)")),
+    }
+}
+
+/// The type from the file name when `ssl.*.type` is not set (`KeyStoreFileType.fromFilename`:
+/// the text after the last dot, `.jks`, `.pem`, `.p12` or `.bcfks`).
+/// zkr is lenient where ZooKeeper is not: any case, `.pfx` is PKCS12, and `.crt`, `.cer` and
+/// `.key` are PEM (zkr read those as PEM before it read key stores).
+fn store_type_of_file(path: &str) -> Result<StoreType, String> {
+    let ext = path.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
+    match ext.as_str() {
+        "jks" => Ok(StoreType::Jks),
+        "p12" | "pfx" => Ok(StoreType::Pkcs12),
+        "pem" | "crt" | "cer" | "key" => Ok(StoreType::Pem),
+        "bcfks" => store_type_named("BCFKS"),
+        _ => Err(format!(
+            "cannot tell the key store type of {path:?} from its name (ZooKeeper: \"Unable to auto-detect store \
+             file type from file name\"): name it .jks, .p12 or .pem, or set the type (JKS, PKCS12, PEM)"
+        )),
+    }
+}
+
+/// ZooKeeper's TLS keys (`X509Util`'s `zookeeper.ssl.*` properties, which zoo.cfg sets).
 fn tls_from_file(name: &str, keys: &CfgKeys) -> Result<TlsFromFile, ConfigError> {
-    let bad = |key: &str, reason: String| ConfigError::Line {
-        file: name.to_owned(),
-        line: keys.get(key).map_or(0, |(_, l)| *l),
-        reason,
-    };
+    use crate::security::tls_params;
+    let line_of = |key: &str| keys.get(key).map_or(0, |(_, l)| *l);
+    let bad = |key: &str, reason: String| ConfigError::Line { file: name.to_owned(), line: line_of(key), reason };
+    let origin = |key: &str| Origin::Line { file: name.to_owned(), line: line_of(key), key: key.to_owned() };
+    let value = |key: &str| keys.get(key).map(|(v, _)| v.as_str());
     let mut t = TlsFromFile::default();
-    if let Some((v, _)) = keys.get("secureClientPort") {
+    if let Some(v) = value("secureClientPort") {
         let port = v
             .parse::<u16>()
             .map_err(|_| bad("secureClientPort", format!("secureClientPort must be a port number, found {v:?}")))?;
         t.port = Some(port);
     }
-    if let Some((v, _)) = keys.get("secureClientPortAddress") {
+    if let Some(v) = value("secureClientPortAddress") {
         let ip = v.parse().map_err(|_| {
             bad("secureClientPortAddress", format!("secureClientPortAddress must be an IP address, found {v:?}"))
         })?;
         t.bind = Some(ip);
     }
-    for (store, field) in [("keyStore", &mut t.key_store), ("trustStore", &mut t.trust_store)] {
+    for store in ["keyStore", "trustStore"] {
         let loc = format!("ssl.{store}.location");
-        let Some((path, _)) = keys.get(&loc) else { continue };
+        // An empty location is "not specified" to ZooKeeper: no store.
+        let Some(path) = value(&loc).filter(|p| !p.is_empty()) else { continue };
         let ty_key = format!("ssl.{store}.type");
-        let pem_by_name = [".pem", ".crt", ".cer", ".key"].iter().any(|e| path.to_ascii_lowercase().ends_with(e));
-        match keys.get(&ty_key) {
-            Some((ty, _)) if !ty.eq_ignore_ascii_case("PEM") => {
-                return Err(bad(&ty_key, format!("zkr reads PEM files only ({ty_key}=PEM), found {ty:?}")));
-            }
-            None if !pem_by_name => {
-                return Err(bad(&loc, format!("{path:?} is not a .pem file: zkr reads PEM only (set {ty_key}=PEM)")));
-            }
-            _ => {}
+        let kind = match value(&ty_key).filter(|v| !v.is_empty()) {
+            Some(ty) => store_type_named(ty).map_err(|r| bad(&ty_key, r))?,
+            None => store_type_of_file(path).map_err(|r| bad(&loc, r))?,
+        };
+        // passwordPath, when set, wins over password (X509Util.getPasswordFromConfigPropertyOrFile).
+        let path_key = format!("ssl.{store}.passwordPath");
+        let password = match value(&path_key).filter(|p| !p.is_empty()) {
+            Some(p) => StorePassword::File { path: PathBuf::from(p), origin: origin(&path_key) },
+            None => StorePassword::Inline(value(&format!("ssl.{store}.password")).unwrap_or_default().to_owned()),
+        };
+        let settings = StoreSettings { path: PathBuf::from(path), kind, password, origin: origin(&loc) };
+        if store == "keyStore" {
+            t.key_store = Some(settings);
+        } else {
+            t.trust_store = Some(settings);
         }
-        let pw_key = format!("ssl.{store}.password");
-        if keys.get(&pw_key).is_some_and(|(p, _)| !p.is_empty()) {
-            return Err(bad(&pw_key, "encrypted PEM files are not supported: leave the password empty".into()));
-        }
-        *field = Some(PathBuf::from(path));
     }
-    if let Some((v, _)) = keys.get("ssl.clientAuth") {
+    if let Some(v) = value("ssl.clientAuth") {
         let auth = ClientAuth::parse(v)
             .ok_or_else(|| bad("ssl.clientAuth", format!("ssl.clientAuth must be none, want or need, found {v:?}")))?;
         t.client_auth = Some(auth);
     }
+    let context = value("ssl.protocol").unwrap_or(tls_params::DEFAULT_PROTOCOL);
+    tls_params::check_context_protocol(context).map_err(|r| bad("ssl.protocol", r))?;
+    let enabled = value("ssl.enabledProtocols");
+    let protocol_key = if enabled.is_some() { "ssl.enabledProtocols" } else { "ssl.protocol" };
+    let (protocols, skipped) = tls_params::enabled_protocols(enabled, context).map_err(|r| bad(protocol_key, r))?;
+    if !skipped.is_empty() {
+        tracing::warn!(file = %name, line = line_of(protocol_key), "{protocol_key}: {} not served by zkr (Java 17 disables them too), ignored", skipped.join(", "));
+    }
+    t.protocols = Some(protocols);
+    let (suites, skipped) =
+        tls_params::cipher_suites(value("ssl.ciphersuites")).map_err(|r| bad("ssl.ciphersuites", r))?;
+    if !skipped.is_empty() && keys.contains_key("ssl.ciphersuites") {
+        tracing::warn!(file = %name, line = line_of("ssl.ciphersuites"), "ssl.ciphersuites: {} not implemented by rustls, not offered", skipped.join(", "));
+    }
+    t.cipher_suites = Some(suites);
+    // Java's Boolean.parseBoolean after trim (ZKConfig.getBoolean): only "true", any case, is true.
+    let on = |key: &str| value(key).is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
+    for key in ["ssl.crl", "ssl.ocsp"] {
+        if on(key) {
+            return Err(bad(key, format!("{key}=true: zkr does not check certificate revocation (CRL/OCSP), which ZooKeeper would; remove the line or set it to false")));
+        }
+    }
+    // ssl.hostnameVerification is read and has no effect here: on the client port ZooKeeper never
+    // checks a client certificate's host name (ClientX509Util.shouldVerifyClientHostname() is
+    // false); it checks the server's name only when it is the TLS client itself (the quorum).
+    if keys.contains_key("ssl.hostnameVerification") {
+        tracing::debug!(file = %name, line = line_of("ssl.hostnameVerification"), "ssl.hostnameVerification has no effect on the client port, as in ZooKeeper");
+    }
     Ok(t)
 }
 
-/// Flags over zoo.cfg for the TLS port; None when no secure port is configured.
+/// Flags over zoo.cfg for the TLS port; None when no secure port is configured. The flags name
+/// PEM files (`--tls-cert`, `--tls-key`, `--tls-ca`); key stores of other types come from zoo.cfg.
 fn tls_settings(args: &ServeArgs, file: TlsFromFile, plain_bind: IpAddr) -> Result<Option<TlsSettings>, ConfigError> {
+    use crate::security::tls_params;
     let client_auth = match &args.tls_client_auth {
         Some(v) => Some(ClientAuth::parse(v).ok_or_else(|| {
             ConfigError::Invalid(format!("--tls-client-auth must be none, want or need, found {v:?}"))
@@ -629,21 +781,52 @@ fn tls_settings(args: &ServeArgs, file: TlsFromFile, plain_bind: IpAddr) -> Resu
         }
         return Ok(None);
     };
-    let Some(cert) = args.tls_cert.clone().or(file.key_store) else {
-        return Err(ConfigError::Invalid(
-            "the secure port needs a server certificate (--tls-cert or ssl.keyStore.location)".into(),
-        ));
+    let key_store = match &args.tls_cert {
+        Some(p) => StoreSettings::pem_flag(p.clone(), "--tls-cert"),
+        None => file.key_store.ok_or_else(|| {
+            ConfigError::Invalid(
+                "the secure port needs a server certificate (--tls-cert or ssl.keyStore.location)".into(),
+            )
+        })?,
     };
-    let key = args.tls_key.clone().unwrap_or_else(|| cert.clone());
-    let ca = args.tls_ca.clone().or(file.trust_store);
+    if args.tls_key.is_some() && key_store.kind != StoreType::Pem {
+        return Err(ConfigError::Invalid(format!(
+            "--tls-key goes with a PEM certificate; {} is a {} key store, which holds the key itself",
+            key_store.describe(),
+            key_store.kind.name()
+        )));
+    }
+    let trust_store = match &args.tls_ca {
+        Some(p) => Some(StoreSettings::pem_flag(p.clone(), "--tls-ca")),
+        None => file.trust_store,
+    };
     // ZooKeeper's default is need; without a CA there is nothing to check a client against.
-    let client_auth = client_auth.unwrap_or(if ca.is_some() { ClientAuth::Need } else { ClientAuth::None });
-    if client_auth != ClientAuth::None && ca.is_none() {
+    let client_auth = client_auth.unwrap_or(if trust_store.is_some() { ClientAuth::Need } else { ClientAuth::None });
+    if client_auth != ClientAuth::None && trust_store.is_none() {
         return Err(ConfigError::Invalid(
             "client certificates (want/need) need CA certificates (--tls-ca or ssl.trustStore.location)".into(),
         ));
     }
-    Ok(Some(TlsSettings { port, bind: file.bind.unwrap_or(plain_bind), cert, key, ca, client_auth }))
+    let defaults = || -> Result<_, ConfigError> {
+        let protocols =
+            tls_params::enabled_protocols(None, tls_params::DEFAULT_PROTOCOL).map_err(ConfigError::Invalid)?.0;
+        let suites = tls_params::cipher_suites(None).map_err(ConfigError::Invalid)?.0;
+        Ok((protocols, suites))
+    };
+    let (protocols, cipher_suites) = match (file.protocols, file.cipher_suites) {
+        (Some(p), Some(c)) => (p, c),
+        _ => defaults()?,
+    };
+    Ok(Some(TlsSettings {
+        port,
+        bind: file.bind.unwrap_or(plain_bind),
+        key_store,
+        key_file: args.tls_key.clone(),
+        trust_store,
+        client_auth,
+        protocols,
+        cipher_suites,
+    }))
 }
 
 fn read_file(p: &Path) -> Result<ZooCfg, ConfigError> {
@@ -715,10 +898,9 @@ mod tests {
         let c = with_file(text, ServeArgs::default()).unwrap();
         let t = c.tls.unwrap();
         assert_eq!((t.port, t.client_auth), (2281, ClientAuth::Need));
-        assert_eq!((t.cert.clone(), t.key), (PathBuf::from("/k/server.pem"), PathBuf::from("/k/server.pem")));
-        let e =
-            with_file("secureClientPort=2281\nssl.keyStore.location=/k/ks.jks\n", ServeArgs::default()).unwrap_err();
-        assert!(e.to_string().starts_with("zoo.cfg:2: \"/k/ks.jks\" is not a .pem file"), "{e}");
+        assert_eq!((t.key_store.path.clone(), t.key_store.kind), (PathBuf::from("/k/server.pem"), StoreType::Pem));
+        assert_eq!(t.key_store.describe(), "zoo.cfg:2: ssl.keyStore.location=/k/server.pem");
+        assert_eq!(t.key_file, None);
         let e = with_file("ssl.clientAuth=maybe\n", ServeArgs::default()).unwrap_err();
         assert!(e.to_string().starts_with("zoo.cfg:1: ssl.clientAuth must be"), "{e}");
         let e = with_file("secureClientPort=2281\n", ServeArgs::default()).unwrap_err();
@@ -726,5 +908,68 @@ mod tests {
         let args = ServeArgs { tls_client_auth: Some("want".into()), ..Default::default() };
         let e = with_file("secureClientPort=1\nssl.keyStore.location=/s.pem\n", args).unwrap_err();
         assert!(e.to_string().contains("need CA certificates"), "{e}");
+    }
+
+    #[test]
+    fn key_store_type_from_type_key_or_file_name() {
+        let tls = |text: &str| {
+            with_file(&format!("secureClientPort=1\n{text}"), ServeArgs::default()).map(|c| c.tls.unwrap())
+        };
+        assert_eq!(tls("ssl.keyStore.location=/k/ks.jks\n").unwrap().key_store.kind, StoreType::Jks);
+        assert_eq!(tls("ssl.keyStore.location=/k/ks.p12\n").unwrap().key_store.kind, StoreType::Pkcs12);
+        assert_eq!(tls("ssl.keyStore.location=/k/ks.PFX\n").unwrap().key_store.kind, StoreType::Pkcs12);
+        let t = tls("ssl.keyStore.location=/k/ks\nssl.keyStore.type=pkcs12\n").unwrap();
+        assert_eq!(t.key_store.kind, StoreType::Pkcs12);
+        // An empty type falls back to the file name, as fromPropertyValue("") returns null.
+        assert_eq!(tls("ssl.keyStore.location=/k/a.jks\nssl.keyStore.type=\n").unwrap().key_store.kind, StoreType::Jks);
+        let e = tls("ssl.keyStore.location=/k/keystore\n").unwrap_err().to_string();
+        assert!(e.starts_with("zoo.cfg:2: cannot tell the key store type"), "{e}");
+        let e = tls("ssl.keyStore.location=/k/a.jks\nssl.keyStore.type=JCEKS\n").unwrap_err().to_string();
+        assert!(e.starts_with("zoo.cfg:3: unknown key store type \"JCEKS\""), "{e}");
+        let e = tls("ssl.keyStore.location=/k/a.bcfks\n").unwrap_err().to_string();
+        assert!(e.starts_with("zoo.cfg:2: BCFKS key stores"), "{e}");
+    }
+
+    #[test]
+    fn store_passwords_inline_or_from_a_file() {
+        let text = "secureClientPort=1\nssl.keyStore.location=/k/ks.jks\nssl.keyStore.password=pw\n\
+                    ssl.trustStore.location=/k/ts.p12\nssl.trustStore.password=x\nssl.trustStore.passwordPath=/k/tpw\n";
+        let t = with_file(text, ServeArgs::default()).unwrap().tls.unwrap();
+        assert_eq!(t.key_store.password, StorePassword::Inline("pw".into()));
+        let ts = t.trust_store.unwrap();
+        let origin = Origin::Line { file: "zoo.cfg".into(), line: 6, key: "ssl.trustStore.passwordPath".into() };
+        assert_eq!(ts.password, StorePassword::File { path: PathBuf::from("/k/tpw"), origin });
+        assert_eq!(format!("{:?}", t.key_store.password), "Inline(hidden)");
+    }
+
+    #[test]
+    fn protocols_and_cipher_suites() {
+        use crate::security::tls_params::Protocol;
+        let tls = |text: &str| {
+            with_file(&format!("secureClientPort=1\nssl.keyStore.location=/k/s.pem\n{text}"), ServeArgs::default())
+                .map(|c| c.tls.unwrap())
+        };
+        let t = tls("").unwrap();
+        assert_eq!(t.protocols, vec![Protocol::Tls12]);
+        assert_eq!(t.cipher_suites.len(), 4);
+        let t = tls("ssl.enabledProtocols=TLSv1.3,TLSv1.2\nssl.ciphersuites=TLS_AES_256_GCM_SHA384\n").unwrap();
+        assert_eq!(
+            (t.protocols, t.cipher_suites),
+            (vec![Protocol::Tls12, Protocol::Tls13], vec!["TLS_AES_256_GCM_SHA384".to_owned()])
+        );
+        let e = tls("ssl.ciphersuites=TLS_FOO\n").unwrap_err().to_string();
+        assert!(e.starts_with("zoo.cfg:3: unknown cipher suite \"TLS_FOO\""), "{e}");
+        let e = tls("ssl.enabledProtocols=TLSv2\n").unwrap_err().to_string();
+        assert!(e.starts_with("zoo.cfg:3: unknown protocol"), "{e}");
+        let e = tls("ssl.crl=true\n").unwrap_err().to_string();
+        assert!(e.starts_with("zoo.cfg:3: ssl.crl=true: zkr does not check"), "{e}");
+        assert!(tls("ssl.ocsp=false\nssl.hostnameVerification=false\n").is_ok());
+        // Defaults also apply to a flags-only TLS port.
+        let args = ServeArgs { secure_port: Some(1), tls_cert: Some("/s.pem".into()), ..Default::default() };
+        let t = Config::merge(&args, None).unwrap().tls.unwrap();
+        assert_eq!((t.protocols.len(), t.cipher_suites.len()), (1, 4));
+        let args = ServeArgs { tls_key: Some("/k.pem".into()), ..Default::default() };
+        let e = with_file("secureClientPort=1\nssl.keyStore.location=/k/a.jks\n", args).unwrap_err().to_string();
+        assert!(e.contains("--tls-key goes with a PEM certificate"), "{e}");
     }
 }

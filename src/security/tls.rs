@@ -1,88 +1,201 @@
-//! The TLS side of `secureClientPort`: a rustls acceptor built from PEM files (server certificate
-//! chain and key, optional CA bundle for client certificates) and the `x509` identity of a
+//! The TLS side of `secureClientPort`: a rustls acceptor built from ZooKeeper's key and trust
+//! stores (`keystore.rs`), protocols and cipher suites (`tls_params.rs`) and client certificate
+//! checks (`client_cert.rs`); reloaded when a store file changes; and the `x509` identity of a
 //! client certificate. The connection code above it is the same as for the plaintext port.
 
-use super::x500;
+use super::keystore::{self, KeyEntry, StoreError};
+use super::{client_cert, tls_params, x500};
 use crate::config::{ClientAuth, TlsSettings};
 use crate::proto::Id;
+use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use rustls::server::WebPkiClientVerifier;
-use std::path::Path;
+use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::sign::CertifiedKey;
+use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
 
 /// Why the TLS port could not be set up.
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
-    #[error("cannot read {file}: {source}")]
-    Read { file: String, source: std::io::Error },
-    #[error("{file}: {reason}")]
-    Pem { file: String, reason: String },
+    #[error("{0}")]
+    Store(#[from] StoreError),
+    #[error("{at}: {reason}")]
+    Key { at: String, reason: String },
     #[error("TLS setup: {0}")]
     Rustls(String),
 }
 
-fn read_pem(path: &Path) -> Result<Vec<rustls_pemfile::Item>, TlsError> {
-    let file = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|source| TlsError::Read { file: file.clone(), source })?;
-    let mut items = Vec::new();
-    for item in rustls_pemfile::read_all(&mut bytes.as_slice()) {
-        items.push(item.map_err(|e| TlsError::Pem { file: file.clone(), reason: format!("bad PEM: {e}") })?);
-    }
-    Ok(items)
+/// How often the store files are looked at for changes.
+pub const RELOAD_POLL: Duration = Duration::from_millis(500);
+
+/// The acceptor of the secure port and the settings it was built from. [`TlsContext::acceptor`]
+/// gives the current one; [`TlsContext::watch`] replaces it when a store file changes.
+#[derive(Debug)]
+pub struct TlsContext {
+    settings: TlsSettings,
+    current: parking_lot::RwLock<Arc<rustls::ServerConfig>>,
 }
 
-fn certs_in(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
-    let certs: Vec<_> = read_pem(path)?
-        .into_iter()
-        .filter_map(|i| match i {
-            rustls_pemfile::Item::X509Certificate(c) => Some(c),
-            _ => None,
+impl TlsContext {
+    /// Loads the stores; any problem stops startup with the setting that named the file.
+    pub fn load(settings: TlsSettings) -> Result<Arc<TlsContext>, TlsError> {
+        let config = server_config(&settings)?;
+        Ok(Arc::new(TlsContext { settings, current: parking_lot::RwLock::new(config) }))
+    }
+
+    /// The acceptor for a new connection; connections already open keep theirs.
+    pub fn acceptor(&self) -> tokio_rustls::TlsAcceptor {
+        tokio_rustls::TlsAcceptor::from(self.current.read().clone())
+    }
+
+    /// The files whose change reloads the port: the key store (and `--tls-key`), the trust store.
+    fn watched(&self) -> Vec<PathBuf> {
+        let s = &self.settings;
+        let mut files = vec![s.key_store.path.clone()];
+        files.extend(s.key_file.clone());
+        files.extend(s.trust_store.as_ref().map(|t| t.path.clone()));
+        files
+    }
+
+    /// Reloads the key and trust stores when one of their files changes, until `stop`, as
+    /// ZooKeeper's `FileChangeWatcher` makes `X509Util` do: a changed or newly created file
+    /// rebuilds everything (passwords from files are read again too) and new connections use
+    /// it; a file that fails to load leaves the previous certificates in place; a deleted file
+    /// is ignored until it comes back. FileChangeWatcher is inotify on the parent directory;
+    /// zkr looks at the files every `every` and reloads once a change has settled for one
+    /// look, so a half-written file is not loaded, and a symlink swap (Kubernetes secrets) counts.
+    /// ZooKeeper 3.8 itself reloads only quorum certificates (`sslQuorumReloadCertFiles`), not
+    /// the client port's; zkr always reloads the client port.
+    pub async fn watch(self: Arc<Self>, stop: CancellationToken, every: Duration) {
+        let files = self.watched();
+        let mut loaded = stamps(&files);
+        let mut last = loaded.clone();
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = tokio::time::sleep(every) => {}
+            }
+            let now = stamps(&files);
+            let settled = now == last;
+            last = now.clone();
+            if !settled || now == loaded || now.iter().any(Option::is_none) {
+                continue;
+            }
+            loaded = now;
+            let settings = self.settings.clone();
+            match tokio::task::spawn_blocking(move || server_config(&settings)).await {
+                Ok(Ok(config)) => {
+                    *self.current.write() = config;
+                    tracing::info!(
+                        "TLS key/trust store changed: new connections on the secure port use the reloaded certificates"
+                    );
+                }
+                Ok(Err(e)) => tracing::warn!(
+                    "TLS key/trust store changed but cannot be loaded, keeping the previous certificates: {e}"
+                ),
+                Err(e) => tracing::warn!("TLS reload failed: {e}"),
+            }
+        }
+    }
+}
+
+/// What identifies a version of a file: size, inode and the modification and change times.
+type Stamp = (u64, u64, i64, i64, i64, i64);
+
+fn stamps(files: &[PathBuf]) -> Vec<Option<Stamp>> {
+    use std::os::unix::fs::MetadataExt;
+    files
+        .iter()
+        .map(|f| {
+            std::fs::metadata(f).ok().map(|m| (m.len(), m.ino(), m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec()))
         })
-        .collect();
-    if certs.is_empty() {
-        return Err(TlsError::Pem { file: path.display().to_string(), reason: "no CERTIFICATE block".into() });
+        .collect()
+}
+
+/// Builds the rustls configuration from the settings, reading every store.
+fn server_config(s: &TlsSettings) -> Result<Arc<rustls::ServerConfig>, TlsError> {
+    let suites = tls_params::resolve(&s.cipher_suites);
+    let (protocols, dropped) = tls_params::usable_protocols(&s.protocols, &suites);
+    if protocols.is_empty() {
+        return Err(TlsError::Rustls(format!(
+            "ssl.ciphersuites has no suite for the enabled protocols ({}); ZooKeeper would fail every handshake: \
+             add TLS 1.3 suites (TLS_AES_128_GCM_SHA256, TLS_AES_256_GCM_SHA384) or enable TLSv1.2",
+            s.protocols.iter().map(|p| p.name()).collect::<Vec<_>>().join(", ")
+        )));
     }
-    Ok(certs)
-}
-
-fn key_in(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
-    let key = read_pem(path)?.into_iter().find_map(|i| match i {
-        rustls_pemfile::Item::Pkcs1Key(k) => Some(PrivateKeyDer::Pkcs1(k)),
-        rustls_pemfile::Item::Pkcs8Key(k) => Some(PrivateKeyDer::Pkcs8(k)),
-        rustls_pemfile::Item::Sec1Key(k) => Some(PrivateKeyDer::Sec1(k)),
-        _ => None,
-    });
-    key.ok_or_else(|| TlsError::Pem {
-        file: path.display().to_string(),
-        reason: "no unencrypted PRIVATE KEY block (encrypted keys are not supported)".into(),
-    })
-}
-
-/// Builds the acceptor. The certificate file may also hold the key (ZooKeeper's PEM key store
-/// is one file with both), in which case `key` is the same path.
-pub fn acceptor(s: &TlsSettings) -> Result<tokio_rustls::TlsAcceptor, TlsError> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let chain = certs_in(&s.cert)?;
-    let key = key_in(&s.key)?;
+    if !dropped.is_empty() {
+        tracing::info!(
+            "{} enabled but no suite in ssl.ciphersuites is for it, so it cannot be negotiated (as in ZooKeeper)",
+            dropped.iter().map(|p| p.name()).collect::<Vec<_>>().join(", ")
+        );
+    }
+    let versions: Vec<_> = protocols.iter().map(|p| p.rustls()).collect();
+    let provider = Arc::new(CryptoProvider { cipher_suites: suites, ..rustls::crypto::ring::default_provider() });
     let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
-        .with_safe_default_protocol_versions()
+        .with_protocol_versions(&versions)
         .map_err(|e| TlsError::Rustls(e.to_string()))?;
-    let builder = match (&s.ca, s.client_auth) {
+    let builder = match (&s.trust_store, s.client_auth) {
         (_, ClientAuth::None) | (None, _) => builder.with_no_client_auth(),
-        (Some(ca), auth) => {
-            let mut roots = rustls::RootCertStore::empty();
-            for c in certs_in(ca)? {
-                roots.add(c).map_err(|e| TlsError::Pem { file: ca.display().to_string(), reason: e.to_string() })?;
-            }
-            let mut v = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
-            if auth == ClientAuth::Want {
-                v = v.allow_unauthenticated();
-            }
-            builder.with_client_cert_verifier(v.build().map_err(|e| TlsError::Rustls(e.to_string()))?)
+        (Some(ts), auth) => {
+            let anchors = keystore::trust_anchors(ts)?;
+            let verifier = client_cert::ClientCerts::new(anchors, auth == ClientAuth::Need, provider.clone())
+                .map_err(|reason| TlsError::Key { at: ts.describe(), reason })?;
+            builder.with_client_cert_verifier(Arc::new(verifier))
         }
     };
-    let config = builder.with_single_cert(chain, key).map_err(|e| TlsError::Rustls(e.to_string()))?;
-    Ok(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
+    let mut keys = Vec::new();
+    for entry in keystore::key_entries(&s.key_store, s.key_file.as_deref())? {
+        keys.push(certified(entry, &provider).map_err(|reason| TlsError::Key { at: s.key_store.describe(), reason })?);
+    }
+    let mut config = builder.with_cert_resolver(Arc::new(ServerKeys(keys)));
+    // The server's order of ssl.ciphersuites decides, as a Java server's does (JSSE servers
+    // honour their own suite order by default): ZooKeeper's list puts AES-128-GCM first.
+    config.ignore_client_order = true;
+    Ok(Arc::new(config))
+}
+
+/// A key entry made usable by rustls, after checking that the key is the certificate's.
+/// (rustls' own check parses the certificate with webpki, which refuses version 1
+/// certificates; Java serves them, and kazoo's test harness makes one.)
+fn certified(entry: KeyEntry, provider: &CryptoProvider) -> Result<Arc<CertifiedKey>, String> {
+    let alias = entry.alias;
+    let Some(leaf) = entry.chain.first() else {
+        return Err(format!("private key {alias:?} has no certificate"));
+    };
+    let key = match (provider.key_provider.load_private_key(entry.key.clone_key()), &entry.key) {
+        (Ok(key), _) => key,
+        (Err(e), PrivateKeyDer::Pkcs8(p8)) => keystore::with_ec_public_key(p8.secret_pkcs8_der(), leaf)
+            .and_then(|k| provider.key_provider.load_private_key(k).ok())
+            .ok_or_else(|| format!("private key {alias:?}: {e}"))?,
+        (Err(e), _) => return Err(format!("private key {alias:?}: {e}")),
+    };
+    let cert_spki = x509_spki(leaf).ok_or_else(|| format!("{alias:?}: the certificate does not parse"))?;
+    if let Some(key_spki) = key.public_key() {
+        if key_spki.as_ref() != cert_spki.as_slice() {
+            return Err(format!("{alias:?}: the private key does not belong to the certificate"));
+        }
+    }
+    Ok(Arc::new(CertifiedKey::new(entry.chain, key)))
+}
+
+fn x509_spki(cert: &CertificateDer<'_>) -> Option<Vec<u8>> {
+    use x509_parser::prelude::{FromDer, X509Certificate};
+    X509Certificate::from_der(cert).ok().map(|(_, c)| c.public_key().raw.to_vec())
+}
+
+/// The server's keys. With several key entries, Java's `X509KeyManager` picks one per
+/// handshake by the key type the client can use; here: the first (in alias order) that can
+/// sign with a scheme the client offers.
+#[derive(Debug)]
+struct ServerKeys(Vec<Arc<CertifiedKey>>);
+
+impl ResolvesServerCert for ServerKeys {
+    fn resolve(&self, hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        let offered = hello.signature_schemes();
+        self.0.iter().find(|k| k.key.choose_scheme(offered).is_some()).cloned()
+    }
 }
 
 /// The identities a verified client certificate brings, as `X509AuthenticationProvider` adds
@@ -99,3 +212,7 @@ pub fn identities(peer: Option<&[CertificateDer<'_>]>, super_user: Option<&str>)
     ids.push(Id::new("x509", &subject));
     ids
 }
+
+#[cfg(test)]
+#[path = "tls_tests.rs"]
+mod tests;

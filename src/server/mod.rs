@@ -118,7 +118,7 @@ impl Server {
         let addr = listener.local_addr().map_err(bind_err)?;
         let secure = match &cfg.tls {
             Some(t) => {
-                let acceptor = crate::security::tls::acceptor(t)?;
+                let acceptor = crate::security::tls::TlsContext::load(t.clone())?;
                 let bind_err = |source| StartError::Bind { addr: format!("{}:{}", t.bind, t.port), source };
                 let l = TcpListener::bind((t.bind, t.port)).await.map_err(bind_err)?;
                 let a = l.local_addr().map_err(bind_err)?;
@@ -181,8 +181,10 @@ impl Server {
         let mut accept = vec![tokio::spawn(accept_loop(listener, None, shared.clone()))];
         tracing::info!(%addr, "zkr accepting client connections");
         let mut secure_addr = None;
-        if let Some((l, acceptor, a)) = secure {
-            accept.push(tokio::spawn(accept_loop(l, Some(acceptor), shared)));
+        if let Some((l, tls, a)) = secure {
+            let watch = tls.clone().watch(shutdown.clone(), crate::security::tls::RELOAD_POLL);
+            accept.push(tokio::spawn(watch));
+            accept.push(tokio::spawn(accept_loop(l, Some(tls), shared)));
             tracing::info!(addr = %a, "zkr accepting TLS client connections (secureClientPort)");
             secure_addr = Some(a);
         }
@@ -266,7 +268,11 @@ struct Accepting {
     refusals: parking_lot::Mutex<RefusalLog>,
 }
 
-async fn accept_loop(listener: TcpListener, tls: Option<tokio_rustls::TlsAcceptor>, shared: Arc<Accepting>) {
+async fn accept_loop(
+    listener: TcpListener,
+    tls: Option<Arc<crate::security::tls::TlsContext>>,
+    shared: Arc<Accepting>,
+) {
     let cfg = &shared.cfg;
     let counts = &shared.counts;
     let open = &shared.open;
@@ -315,7 +321,8 @@ async fn accept_loop(listener: TcpListener, tls: Option<tokio_rustls::TlsAccepto
             handshake_deadline: tokio::time::Instant::now() + Duration::from_millis(cfg.handshake_timeout_ms),
         };
         let _ = stream.set_nodelay(true);
-        let tls = tls.clone();
+        // The acceptor of the moment: a reloaded key store serves new connections only.
+        let tls = tls.as_ref().map(|t| t.acceptor());
         tokio::spawn(async move {
             match tls {
                 None => conn::serve(stream, ctx, Vec::new()).await,

@@ -4,13 +4,18 @@
 # pure-sasl). Certificates are made here with openssl and keytool. The same zoo.cfg (PEM key and
 # trust stores, ssl.clientAuth=need) and JAAS file run Debian's ZooKeeper and zkr, both ports at
 # once; the client transcripts must be identical, and each transcript is also checked against the
-# expected outcome so that a shared bug cannot pass. Then zkr-only checks of bad TLS/JAAS settings.
+# expected outcome so that a shared bug cannot pass. Then the server's stores as JKS and as
+# keytool's PKCS12 (Java client, and Python ssl handshakes for protocols and cipher suites), a
+# key store replaced while the server runs, kazoo's own TestSSLClient with kazoo's launcher (its
+# JKS stores) on both servers, and zkr-only checks of bad TLS/JAAS settings.
+# Writes matrix rows to tests/interop/.work/matrix/tls.tsv.
 #
 #   ZKR_BIN=target/release/zkr bash tests/interop/tls/run.sh
 # Ports: free pairs picked in TLS_PORT_BASE .. +899 (default 22000). Prints "N passed, M failed";
 # exit 1 on failure.
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+INTEROP="$(cd "$HERE/.." && pwd)"
 ZKR_BIN=${ZKR_BIN:?set ZKR_BIN to the zkr binary}
 BASE=${TLS_PORT_BASE:-22000}
 WORK=$(mktemp -d)
@@ -27,7 +32,7 @@ pass() { echo "PASS tls/$1"; passed=$((passed+1)); }
 fail() { echo "FAIL tls/$1"; failed=$((failed+1)); }
 
 # ---------------------------------------------------------------- dependencies
-need_pkgs="zookeeper zookeeper-bin libzookeeper-java libnetty-java python3-kazoo python3-pure-sasl openssl netcat-openbsd"
+need_pkgs="zookeeper zookeeper-bin libzookeeper-java libnetty-java python3-kazoo python3-pure-sasl openssl netcat-openbsd python3-venv python3-dev"
 missing=""
 for p in $need_pkgs; do
     dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed' || missing="$missing $p"
@@ -64,7 +69,8 @@ subjectAltName=IP:127.0.0.1,DNS:localhost"
     for spec in "server:ca:/CN=localhost" \
                 "alice:ca:/C=US/ST=Some State/L= Spring field /O=Acme, Inc. #1/OU=Dev+UID=42/CN=alice \\+ \"A\" <x>;/emailAddress=alice@example.com" \
                 "bob:ca:/O=zkr/CN=bob" \
-                "rogue:rogue-ca:/CN=alice"; do
+                "rogue:rogue-ca:/CN=alice" \
+                "server2:ca:/O=second/CN=localhost"; do
         IFS=: read -r name issuer subj <<<"$spec"
         openssl req -newkey rsa:2048 -nodes -keyout $name.key -out $name.csr -multivalue-rdn -subj "$subj" 2>/dev/null
         openssl x509 -req -in $name.csr -CA $issuer.pem -CAkey $issuer.key -CAcreateserial -days 2 \
@@ -75,6 +81,17 @@ subjectAltName=IP:127.0.0.1,DNS:localhost"
     cat server.key server.pem >server-keystore.pem
     keytool -importcert -noprompt -alias ca -file ca.pem -keystore truststore.p12 -storetype PKCS12 \
         -storepass changeit >/dev/null 2>&1
+    # The server's stores as ZooKeeper users make them: JKS (Sun key protection) and keytool's
+    # PKCS12 (PBES2, AES-256), a JKS trust store, and a password file (ssl.*.passwordPath).
+    for fmt in JKS:jks PKCS12:p12; do
+        for name in server server2; do
+            keytool -importkeystore -noprompt -srckeystore $name.p12 -srcstoretype PKCS12 -srcstorepass changeit \
+                -destkeystore $name-kt.${fmt#*:} -deststoretype ${fmt%:*} -deststorepass changeit >/dev/null 2>&1
+        done
+    done
+    keytool -importcert -noprompt -alias ca -file ca.pem -keystore truststore.jks -storetype JKS \
+        -storepass changeit >/dev/null 2>&1
+    echo changeit >store.pw
     cat >jaas-server.conf <<'JAAS'
 Server {
     org.apache.zookeeper.server.auth.DigestLoginModule required
@@ -91,7 +108,8 @@ JAAS
     cd - >/dev/null || exit 2
 }
 make_certs
-[ -f "$C/truststore.p12" ] && [ -f "$C/rogue.p12" ] || { say "certificate generation failed"; exit 2; }
+[ -f "$C/truststore.p12" ] && [ -f "$C/rogue.p12" ] && [ -f "$C/server2-kt.jks" ] && [ -f "$C/truststore.jks" ] \
+    || { say "certificate generation failed"; exit 2; }
 
 # One zoo.cfg for both servers (ZooKeeper's names; the Netty factory and the two auth providers
 # are what ZooKeeper needs for TLS, x509 and sasl; zkr ignores those lines).
@@ -108,11 +126,11 @@ maxClientCnxns=0
 serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory
 authProvider.x509=org.apache.zookeeper.server.auth.X509AuthenticationProvider
 authProvider.sasl=org.apache.zookeeper.server.auth.SASLAuthenticationProvider
-ssl.keyStore.location=$C/server-keystore.pem
+${STORE_LINES:-ssl.keyStore.location=$C/server-keystore.pem
 ssl.keyStore.type=PEM
 ssl.trustStore.location=$C/ca.pem
 ssl.trustStore.type=PEM
-ssl.clientAuth=need
+ssl.clientAuth=need}
 CFG
 }
 
@@ -147,27 +165,29 @@ PY
 }
 
 # start_server zk|zkr extra-args...: sets PLAIN, SECURE, SERVER_PID; 0 when it answers ruok.
+# Runs in $WORK/$RUN_NAME (default: $WORK/zk or $WORK/zkr).
 start_server() {
     local kind=$1; shift
+    local dir="$WORK/${RUN_NAME:-$kind}"
     for _ in 1 2 3; do
         read -r PLAIN SECURE < <(free_pair)
-        mkdir -p "$WORK/$kind/data"
-        write_cfg "$WORK/$kind" "$PLAIN" "$SECURE"
+        mkdir -p "$dir/data"
+        write_cfg "$dir" "$PLAIN" "$SECURE"
         if [ "$kind" = zk ]; then
             # Started directly: zkServer.sh's classpath lacks the Netty jars (codec, resolver) that
             # the Netty server factory needs, and ZooKeeper's TLS port only exists with that factory.
             java -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.security.auth.login.config="$C/jaas-server.conf" \
                 -Dorg.slf4j.simpleLogger.defaultLogLevel=info -cp "${CP//slf4j-nop/slf4j-simple}" \
-                org.apache.zookeeper.server.quorum.QuorumPeerMain "$WORK/zk/zoo.cfg" >>"$WORK/zk/log" 2>&1 &
+                org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/zoo.cfg" >>"$dir/log" 2>&1 &
         else
-            "$ZKR_BIN" serve --config "$WORK/zkr/zoo.cfg" "$@" >>"$WORK/zkr/log" 2>&1 &
+            "$ZKR_BIN" serve --config "$dir/zoo.cfg" "$@" >>"$dir/log" 2>&1 &
         fi
         SERVER_PID=$!
         PIDS+=($SERVER_PID)
         wait_ruok "$PLAIN" "$SERVER_PID" && return 0
         kill -9 "$SERVER_PID" 2>/dev/null; wait "$SERVER_PID" 2>/dev/null
     done
-    say "$kind did not start"; tail -n 20 "$WORK/$kind/log" >&2
+    say "$kind did not start"; tail -n 20 "$dir/log" >&2
     return 1
 }
 stop_server() { kill "$SERVER_PID" 2>/dev/null; wait "$SERVER_PID" 2>/dev/null; }
@@ -220,11 +240,117 @@ else
 fi
 stop_server
 
+# ---------------------------------------------------------------- key store variants, both servers
+# The TLS part of TlsCheck and Python ssl handshakes with the server's stores as JKS (types from
+# the file names and inline passwords, as kazoo's harness writes them) and as keytool's PKCS12
+# (type keys in any case, passwords from passwordPath, TLSv1.3+1.2 and a cipher suite list). In
+# the JKS run the key store file is then replaced by one with another certificate (written
+# beside it and renamed over it, as a deploy does) and a new connection is made.
+variant_lines() { # jks|p12 dir
+    case $1 in
+        jks) printf '%s\n' "ssl.keyStore.location=$2/keystore.jks" "ssl.keyStore.password=changeit" \
+                 "ssl.trustStore.location=$C/truststore.jks" "ssl.trustStore.password=changeit" ;;
+        p12) printf '%s\n' "ssl.keyStore.location=$2/keystore.p12" "ssl.keyStore.type=PKCS12" \
+                 "ssl.keyStore.passwordPath=$C/store.pw" "ssl.trustStore.location=$C/truststore.p12" \
+                 "ssl.trustStore.type=pkcs12" "ssl.trustStore.passwordPath=$C/store.pw" "ssl.clientAuth=need" \
+                 "ssl.enabledProtocols=TLSv1.3,TLSv1.2" \
+                 "ssl.ciphersuites=TLS_AES_128_GCM_SHA256,TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384" ;;
+    esac
+}
+for v in jks p12; do
+    for kind in zk zkr; do
+        RUN_NAME="$v-$kind"
+        d="$WORK/$RUN_NAME"
+        mkdir -p "$d"
+        cp "$C/server-kt.$v" "$d/keystore.$v"
+        STORE_LINES=$(variant_lines "$v" "$d")
+        if start_server "$kind"; then
+            timeout 150 java -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -cp "$WORK:$CP" TlsCheck "$PLAIN" "$SECURE" "$C" tls \
+                >"$WORK/java-$v-$kind.txt" 2>"$WORK/java-$v-$kind.err"
+            timeout 60 /usr/bin/python3 "$HERE/tls_probe.py" "$SECURE" "$C" "$v" >"$WORK/probe-$v-$kind.txt" 2>&1
+            if [ "$v" = jks ]; then
+                cp "$C/server2-kt.jks" "$d/keystore.new" && mv "$d/keystore.new" "$d/keystore.jks"
+                sleep 3
+                timeout 30 /usr/bin/python3 "$HERE/tls_probe.py" "$SECURE" "$C" "after replacing keystore.jks:" default \
+                    >"$WORK/reload-$kind.txt" 2>&1
+            fi
+        fi
+        stop_server
+    done
+done
+unset RUN_NAME STORE_LINES
+
+# ---------------------------------------------------------------- kazoo's own TestSSLClient
+# kazoo 2.11's test harness (kazoo.testing.common.ZookeeperCluster, one server) makes the
+# certificates (version 1 ones), writes a JKS key store and trust store with pyjks and a zoo.cfg
+# naming them without a type, and starts the server: java QuorumPeerMain for ZooKeeper, `zkr
+# serve --config` on that same zoo.cfg for zkr (the clients suite's shim, ZKR_KAZOO_LAUNCH).
+KAZOO_VERSION=2.11.0
+KWORK="$INTEROP/.work/tls"
+KVENV="$KWORK/kazoo-venv"
+KSRC="$KWORK/kazoo-$KAZOO_VERSION"
+kazoo_deps() {
+    mkdir -p "$KWORK"
+    if [ ! -x "$KVENV/bin/pytest" ] || ! "$KVENV/bin/python" -c 'import jks, OpenSSL' 2>/dev/null; then
+        rm -rf "$KVENV"
+        /usr/bin/python3 -m venv "$KVENV" && (cd "$HERE" && "$KVENV/bin/pip" install -q -r kazoo-requirements.txt) || return 1
+    fi
+    [ -d "$KSRC/kazoo/tests" ] && return 0
+    rm -rf "$KWORK/sdist" && mkdir -p "$KWORK/sdist" &&
+        "$KVENV/bin/pip" download -q --no-deps --no-binary :all: -d "$KWORK/sdist" "kazoo==$KAZOO_VERSION" &&
+        tar -xzf "$KWORK/sdist/kazoo-$KAZOO_VERSION.tar.gz" -C "$KWORK"
+}
+free_block() { # five consecutive free ports (kazoo: client, election, leader, admin, secure)
+    /usr/bin/python3 - "$BASE" <<'PY'
+import random, socket, sys
+base = int(sys.argv[1])
+def free(p):
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+starts = list(range(base, base + 890, 10))
+random.shuffle(starts)
+print(next((p for p in starts if all(free(p + i) for i in range(5))), 0))
+PY
+}
+if kazoo_deps >"$WORK/kazoo-deps.log" 2>&1; then
+    for side in zookeeper zkr; do
+        (cd "$KSRC" && ZKR_BIN="$ZKR_BIN" ZKR_KAZOO_LAUNCH=$side ZKR_KAZOO_LAUNCH_LOG="$WORK/kazoo-launch-$side.log" \
+            ZOOKEEPER_CLASSPATH="$CP" ZOOKEEPER_VERSION=3.8.0 ZOOKEEPER_CLUSTER_SIZE=1 ZOOKEEPER_PORT_OFFSET="$(free_block)" \
+            PYTHONPATH="$INTEROP/clients/kazoo-suite:$KSRC" timeout 300 "$KVENV/bin/python" -m pytest -p zkr_kazoo_shim \
+            -p no:cacheprovider -q -o addopts= -o log_cli=false --timeout 120 \
+            kazoo/tests/test_client.py::TestSSLClient >"$WORK/kazoo-suite-$side.log" 2>&1)
+        echo $? >"$WORK/kazoo-suite-$side.rc"
+    done
+else
+    tail -n 20 "$WORK/kazoo-deps.log"
+fi
+
 # ---------------------------------------------------------------- comparisons
+MATRIX_TSV="$INTEROP/.work/matrix/tls.tsv"
+mkdir -p "$(dirname "$MATRIX_TSV")"
+: >"$MATRIX_TSV"
+row() { # client feature zookeeper zkr
+    printf '%s\t%s\t%s\t%s\t\n' "$1" "$2" "$3" "$4" >>"$MATRIX_TSV"
+}
+JAVA_ROW="Java client over TLS (Debian zookeeper.jar 3.8, Netty)"
+PY_ROW="Python ssl (OpenSSL 3) handshakes on the TLS port"
 for client in java kazoo wire; do
+    case $client in
+        java) label=$JAVA_ROW feature="PEM stores: x509 ACLs, refused certificates, SASL, TLS+SASL (TlsCheck)" ;;
+        kazoo) label="kazoo (python3-kazoo 2.8)" feature="TLS client certificate, x509 ACLs, SASL (kazoo_tls.py)" ;;
+        wire) label="raw socket" feature="SASL DIGEST-MD5 exchange (sasl_wire.py)" ;;
+    esac
     if [ -s "$WORK/$client-zk.txt" ] && diff -u "$WORK/$client-zk.txt" "$WORK/$client-zkr.txt" >"$WORK/$client.diff"; then
         pass "$client: zkr transcript = ZooKeeper transcript ($(wc -l <"$WORK/$client-zkr.txt") lines)"
+        row "$label" "$feature" ok ok
     else
+        row "$label" "$feature" ok differs
         fail "$client: transcripts differ (ZooKeeper vs zkr)"; cat "$WORK/$client.diff"
         tail -n 5 "$WORK/$client-zkr.err" "$WORK/$client-zk.err"
     fi
@@ -239,6 +365,55 @@ for client in java kazoo wire whoami; do
         diff -u "$EXPECT/$client.txt" <(echo "$got")
     fi
 done
+
+# key store variants: same transcript on both servers, and the expected one
+for v in jks p12; do
+    case $v in
+        jks) what="JKS key and trust stores (types from the file names)" ;;
+        p12) what="keytool PKCS12 stores, passwordPath, ssl.enabledProtocols, ssl.ciphersuites" ;;
+    esac
+    for t in java probe; do
+        got="$WORK/$t-$v-zkr.txt" ref="$WORK/$t-$v-zk.txt"
+        want="$EXPECT/$t-tls.txt"
+        [ "$t" = probe ] && want="$EXPECT/probe-$v.txt"
+        label=$JAVA_ROW feature="$what (TlsCheck, TLS part)"
+        [ "$t" = probe ] && label=$PY_ROW feature="$what: protocol and cipher suite agreed"
+        if [ -s "$ref" ] && diff -u "$ref" "$got" >"$WORK/$t-$v.diff"; then
+            pass "$t $v: zkr transcript = ZooKeeper transcript ($(wc -l <"$got") lines)"
+            row "$label" "$feature" ok ok
+        else
+            fail "$t $v: transcripts differ (ZooKeeper vs zkr)"; cat "$WORK/$t-$v.diff"; tail -n 5 "${got%.txt}.err" 2>/dev/null
+            row "$label" "$feature" ok differs
+        fi
+        if [ -s "$got" ] && [ "$(sed "s|$C|CERTS|g" "$got")" = "$(cat "$want")" ]; then
+            pass "$t $v: zkr transcript = $want"
+        else
+            fail "$t $v: zkr transcript differs from $want"; diff -u "$want" <(sed "s|$C|CERTS|g" "$got" 2>/dev/null)
+        fi
+    done
+done
+# the key store replaced while running: zkr serves the new certificate to a new connection;
+# ZooKeeper 3.8 keeps the one it started with (it reloads only quorum certificates)
+for kind in zk zkr; do
+    if [ -s "$WORK/reload-$kind.txt" ] && [ "$(cat "$WORK/reload-$kind.txt")" = "$(cat "$EXPECT/reload-$kind.txt")" ]; then
+        pass "reload $kind: $(cat "$WORK/reload-$kind.txt")"
+    else
+        fail "reload $kind: wanted $(cat "$EXPECT/reload-$kind.txt")"; cat "$WORK/reload-$kind.txt" 2>/dev/null
+    fi
+done
+cert_of() { grep -q 'O=second\|organizationName=second' "$1" 2>/dev/null && echo "new certificate" || echo "certificate it started with"; }
+row "$PY_ROW" "key store file replaced while running: certificate of a new connection" \
+    "$(cert_of "$WORK/reload-zk.txt")" "$(cert_of "$WORK/reload-zkr.txt")"
+# kazoo's TestSSLClient
+kres() { [ "$(cat "$WORK/kazoo-suite-$1.rc" 2>/dev/null)" = 0 ] && grep -q '1 passed' "$WORK/kazoo-suite-$1.log" && echo "1/1 passed" || echo "0/1 passed"; }
+row "kazoo 2.11 test suite" "test_client TestSSLClient (kazoo's launcher: pyjks JKS stores, v1 certificates)" "$(kres zookeeper)" "$(kres zkr)"
+if [ "$(kres zookeeper)" = "1/1 passed" ] && [ "$(kres zkr)" = "1/1 passed" ] \
+    && grep -q "serve --config" "$WORK/kazoo-launch-zkr.log" && grep -q "ssl.keyStore.location=.*keystore.jks" "$WORK/kazoo-launch-zkr.log"; then
+    pass "kazoo TestSSLClient: passes on ZooKeeper and on zkr started on kazoo's zoo.cfg (JKS key store)"
+else
+    fail "kazoo TestSSLClient: ZooKeeper $(kres zookeeper), zkr $(kres zkr)"
+    tail -n 25 "$WORK/kazoo-suite-zkr.log" "$WORK/kazoo-launch-zkr.log" 2>/dev/null
+fi
 
 # ---------------------------------------------------------------- zkr refuses bad settings at startup
 refuses() { # name expected-text args...
@@ -256,9 +431,25 @@ printf 'clientPort=0\nsecureClientPort=0\nssl.keyStore.location=%s\nssl.clientAu
     "$C/server-keystore.pem" >"$WORK/bad-auth.cfg"
 refuses "ssl.clientAuth value names file:line" "bad-auth.cfg:4: ssl.clientAuth must be none, want or need" --config "$WORK/bad-auth.cfg"
 printf 'secureClientPort=0\nssl.keyStore.location=/x/keystore.jks\n' >"$WORK/bad-jks.cfg"
-refuses "JKS key store" "bad-jks.cfg:2:" --config "$WORK/bad-jks.cfg"
-refuses "missing certificate file" "cannot read $WORK/nope.pem" --secure-port 0 --tls-cert "$WORK/nope.pem"
-refuses "certificate file without a key" "no unencrypted PRIVATE KEY" --secure-port 0 --tls-cert "$C/ca.pem"
+refuses "missing key store names file:line" "bad-jks.cfg:2: ssl.keyStore.location=/x/keystore.jks: cannot read it" --config "$WORK/bad-jks.cfg"
+bad_store() { # name cfg-lines... : a zoo.cfg with a secure port and these lines
+    local f="$WORK/$1.cfg"; shift
+    printf 'secureClientPort=0\n' >"$f"; printf '%s\n' "$@" >>"$f"
+}
+bad_store bad-pw "ssl.keyStore.location=$C/server-kt.jks" "ssl.keyStore.password=wrong"
+refuses "wrong JKS password" "bad-pw.cfg:2: ssl.keyStore.location=$C/server-kt.jks: wrong password" --config "$WORK/bad-pw.cfg"
+bad_store bad-p12pw "ssl.keyStore.location=$C/server-kt.p12" "ssl.keyStore.passwordPath=$WORK/bad-jks.cfg"
+refuses "wrong PKCS12 password (passwordPath)" "bad-p12pw.cfg:2: ssl.keyStore.location=$C/server-kt.p12: wrong password" --config "$WORK/bad-p12pw.cfg"
+bad_store bad-type "ssl.keyStore.location=$C/server-keystore.pem" "ssl.keyStore.type=PKCS12"
+refuses "wrong key store type" "a PEM file, but its type is PKCS12" --config "$WORK/bad-type.cfg"
+bad_store bad-nokey "ssl.keyStore.location=$C/truststore.jks" "ssl.keyStore.password=changeit"
+refuses "key store without a private key" "bad-nokey.cfg:2: ssl.keyStore.location=$C/truststore.jks: no private key entry" --config "$WORK/bad-nokey.cfg"
+bad_store bad-ext "ssl.keyStore.location=$C/store.pw"
+refuses "key store type not in the name" "bad-ext.cfg:2: cannot tell the key store type" --config "$WORK/bad-ext.cfg"
+bad_store bad-suite "ssl.keyStore.location=$C/server-kt.jks" "ssl.keyStore.password=changeit" "ssl.ciphersuites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA265"
+refuses "unknown cipher suite names file:line" "bad-suite.cfg:4: unknown cipher suite" --config "$WORK/bad-suite.cfg"
+refuses "missing certificate file" "--tls-cert $WORK/nope.pem: cannot read it" --secure-port 0 --tls-cert "$WORK/nope.pem"
+refuses "certificate file without a key" "no PRIVATE KEY block" --secure-port 0 --tls-cert "$C/ca.pem"
 refuses "want without a CA" "need CA certificates" --secure-port 0 --tls-cert "$C/server-keystore.pem" --tls-client-auth want
 printf 'Server {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n  user_bob="x"\n};\n' >"$WORK/bad-jaas.conf"
 refuses "JAAS syntax error names file:line" "bad-jaas.conf:4:" --jaas-config "$WORK/bad-jaas.conf"

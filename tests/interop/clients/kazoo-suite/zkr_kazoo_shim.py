@@ -6,6 +6,12 @@ replaces that cluster by a one-server "cluster" at ZKR_KAZOO_SERVER (host:port) 
 running (zkr, or Debian's ZooKeeper for the reference run). Starting/stopping servers is not
 possible through it: a test that tries fails loudly (ExternalServerError); such tests are
 deselected for both servers by run.sh with a stated reason.
+
+With ZKR_KAZOO_LAUNCH=zookeeper or =zkr, kazoo's own launcher runs instead (ZookeeperCluster:
+certificates made with pyOpenSSL, a JKS key and trust store written with pyjks, its zoo.cfg with
+ssl.keyStore.location=keystore.jks and no type); with =zkr the process it starts is
+`$ZKR_BIN serve --config <kazoo's zoo.cfg>` instead of `java ... QuorumPeerMain <zoo.cfg>`.
+tests/interop/tls/run.sh uses this for kazoo's TestSSLClient.
 """
 
 import os
@@ -17,18 +23,46 @@ class ExternalServerError(RuntimeError):
     pass
 
 
-# kazoo.testing.common imports pyOpenSSL and pyjks only to build a TLS cluster; none is launched
-# here, so a stand-in module keeps those out of the test environment
-_common = types.ModuleType("kazoo.testing.common")
+LAUNCH = os.environ.get("ZKR_KAZOO_LAUNCH")
 
+if LAUNCH is None:
+    # kazoo.testing.common imports pyOpenSSL and pyjks only to build a TLS cluster; none is
+    # launched here, so a stand-in module keeps those out of the test environment
+    _common = types.ModuleType("kazoo.testing.common")
 
-class _NoCluster:
-    def __init__(self, *a, **kw):
-        raise ExternalServerError("this run uses an external server, it cannot launch a cluster")
+    class _NoCluster:
+        def __init__(self, *a, **kw):
+            raise ExternalServerError("this run uses an external server, it cannot launch a cluster")
 
+    _common.ZookeeperCluster = _NoCluster
+    sys.modules["kazoo.testing.common"] = _common
+elif LAUNCH == "zkr":
+    import subprocess
 
-_common.ZookeeperCluster = _NoCluster
-sys.modules["kazoo.testing.common"] = _common
+    import kazoo.testing.common as _real_common
+
+    class _ZkrInsteadOfJava:
+        """kazoo.testing.common's `subprocess`, with Popen starting zkr on kazoo's zoo.cfg."""
+
+        def __getattr__(self, name):
+            return getattr(subprocess, name)
+
+        @staticmethod
+        def Popen(args, **kw):
+            main = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
+            if main in args:
+                cfg = args[args.index(main) + 1]
+                args = [os.environ["ZKR_BIN"], "serve", "--config", cfg]
+                if os.environ.get("ZKR_KAZOO_LAUNCH_LOG"):
+                    with open(os.environ["ZKR_KAZOO_LAUNCH_LOG"], "a") as f, open(cfg) as c:
+                        ssl_lines = [x.strip() for x in c if x.startswith(("ssl.", "secureClientPort"))]
+                        f.write(" ".join(args) + "\n" + "\n".join(ssl_lines) + "\n")
+                log = open(os.path.join(os.path.dirname(cfg), "zkr.log"), "ab")
+                kw.setdefault("stdout", log)
+                kw.setdefault("stderr", log)
+            return subprocess.Popen(args, **kw)
+
+    _real_common.subprocess = _ZkrInsteadOfJava()
 
 import kazoo.testing.harness as harness  # noqa: E402
 
@@ -78,4 +112,5 @@ def get_global_cluster():
     return _CLUSTER
 
 
-harness.get_global_cluster = get_global_cluster
+if LAUNCH is None:
+    harness.get_global_cluster = get_global_cluster

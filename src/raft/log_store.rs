@@ -255,6 +255,13 @@ fn scan_segment(st: &mut State, seg: u64, path: &Path, last: bool) -> Result<(),
         };
         let index = entry.log_id.index;
         match st.last() {
+            // A segment that starts past the entries before it: openraft appended after a snapshot
+            // it installed, and the older entries were waiting to be purged.
+            Some(prev) if index > prev.index + 1 && off as u64 == HEADER => {
+                st.locs.clear();
+                st.cache.clear();
+                st.first = index;
+            }
             Some(prev) if index != prev.index + 1 => {
                 return Err(corrupt(off as u64, format!("entry {index} follows entry {}", prev.index)));
             }
@@ -446,13 +453,30 @@ impl RaftLogReader<Zkr> for LogStore {
     ) -> Result<Vec<Entry>, StorageError> {
         let (start, end) = range_of(&range);
         let st = self.state.lock();
-        let end = end.min(st.first + st.locs.len() as u64);
+        let last = st.first + st.locs.len() as u64;
+        let end = end.min(last);
         let mut out = Vec::with_capacity(end.saturating_sub(start).min(4096) as usize);
         for i in start.max(st.first)..end {
             match st.get(i).map_err(log_err)? {
-                Some(e) => out.push(e),
-                None => break,
+                Some(e) if e.log_id.index == i => out.push(e),
+                Some(e) => {
+                    let cache = (st.cache.front().map(|e| e.log_id.index), st.cache.len());
+                    return Err(log_err(format!(
+                        "entry {i} read as entry {} (log holds {}..{last}, cache {cache:?})",
+                        e.log_id.index, st.first
+                    )));
+                }
+                None => {
+                    let cache = (st.cache.front().map(|e| e.log_id.index), st.cache.len());
+                    return Err(log_err(format!(
+                        "entry {i} is missing from the log (holds {}..{last}, cache {cache:?})",
+                        st.first
+                    )));
+                }
             }
+        }
+        if start < st.first && end > start {
+            tracing::warn!(start, end, first = st.first, "entries asked for below the first one in the log");
         }
         Ok(out)
     }
@@ -508,6 +532,24 @@ impl RaftLogStorage<Zkr> for LogStore {
         for e in entries {
             let payload = bincode::serialize(&e).map_err(log_err)?;
             let rec_len = 8 + payload.len() as u64;
+            match st.last() {
+                // openraft appends past a snapshot it installed before purging what the snapshot
+                // covers: those older entries are obsolete. The new run starts its own segment,
+                // so each segment stays contiguous on disk.
+                Some(prev) if e.log_id.index > prev.index + 1 => {
+                    st.locs.clear();
+                    st.cache.clear();
+                    st.first = e.log_id.index;
+                    st.write_seg = None;
+                }
+                Some(prev) if e.log_id.index <= prev.index => {
+                    return Err(log_err(format!(
+                        "entry {} appended over entry {} without a truncate",
+                        e.log_id.index, prev.index
+                    )));
+                }
+                _ => {}
+            }
             let full = st.write_off + rec_len > SEGMENT_BYTES && st.write_off > HEADER;
             let seg = match st.write_seg {
                 Some(seg) if !full => seg,
@@ -598,11 +640,8 @@ impl RaftLogStorage<Zkr> for LogStore {
             let upto = log_id.index;
             while st.locs.front().is_some_and(|l| l.log_id.index <= upto) {
                 st.locs.pop_front();
-                st.first += 1;
             }
-            if st.locs.is_empty() {
-                st.first = upto + 1;
-            }
+            st.first = st.locs.front().map_or(upto + 1, |l| l.log_id.index);
             while st.cache.front().is_some_and(|e| e.log_id.index <= upto) {
                 st.cache.pop_front();
             }

@@ -201,9 +201,14 @@ pub async fn propose(
     raft: Raft,
     core: mpsc::Sender<CoreMsg>,
     mut rx: mpsc::UnboundedReceiver<Proposal>,
+    shutdown: CancellationToken,
 ) {
     let mut fwd: Option<Forward> = None;
-    while let Some(p) = rx.recv().await {
+    loop {
+        let p = tokio::select! {
+            _ = shutdown.cancelled() => break,
+            p = rx.recv() => match p { Some(p) => p, None => break },
+        };
         let leader = raft.metrics().borrow().current_leader;
         if leader == Some(me) {
             fwd = None;
@@ -244,7 +249,7 @@ pub async fn propose(
                 Ok(s) => {
                     let (rd, wr) = s.into_split();
                     let broken = Arc::new(AtomicBool::new(false));
-                    tokio::spawn(read_replies(rd, core.clone(), broken.clone()));
+                    tokio::spawn(read_replies(rd, core.clone(), broken.clone(), shutdown.clone()));
                     fwd = Some(Forward { leader, wr, broken });
                 }
                 Err(e) => {
@@ -281,9 +286,18 @@ async fn refuse(core: &mpsc::Sender<CoreMsg>, p: Proposal) {
     }
 }
 
-async fn read_replies(mut rd: tokio::net::tcp::OwnedReadHalf, core: mpsc::Sender<CoreMsg>, broken: Arc<AtomicBool>) {
+async fn read_replies(
+    mut rd: tokio::net::tcp::OwnedReadHalf,
+    core: mpsc::Sender<CoreMsg>,
+    broken: Arc<AtomicBool>,
+    shutdown: CancellationToken,
+) {
     loop {
-        match network::read_frame::<_, ForwardReply>(&mut rd).await {
+        let frame = tokio::select! {
+            _ = shutdown.cancelled() => return,
+            f = network::read_frame::<_, ForwardReply>(&mut rd) => f,
+        };
+        match frame {
             Ok(ForwardReply::Failed { seq }) => to_core(&core, ReplMsg::ProposalFailed { seq }).await,
             Ok(ForwardReply::ReadIndex { seq, index }) => to_core(&core, ReplMsg::ReadIndex { seq, index }).await,
             Err(_) => {

@@ -72,7 +72,8 @@ pub fn raft_config(cfg: &Config, ens: &Ensemble) -> Result<openraft::Config, Str
         election_timeout_max: heartbeat * 10,
         install_snapshot_timeout: (tick * ens.init_limit as u64).max(2000),
         snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(cfg.snap_count),
-        max_in_snapshot_log_to_keep: 1000,
+        // Followers further behind than this catch up from a snapshot.
+        max_in_snapshot_log_to_keep: cfg.snap_count.min(1000),
         ..Default::default()
     };
     c.validate().map_err(|e| e.to_string())

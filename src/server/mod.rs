@@ -60,6 +60,8 @@ pub struct Member {
     pub raft: crate::raft::types::Raft,
     pub status: Arc<crate::raft::member::MemberStatus>,
     pub peer_addr: SocketAddr,
+    /// The peer port's accept loop: awaited at shutdown so the port is free when we return.
+    peers: tokio::task::JoinHandle<()>,
 }
 
 /// The core and its log, however this server keeps its state.
@@ -234,6 +236,7 @@ impl Server {
         self.shutdown.cancel();
         if let Some(m) = self.member.take() {
             let _ = m.raft.shutdown().await;
+            let _ = m.peers.await;
         }
         drop(self.core_tx.take());
         for a in self.accept.drain(..) {
@@ -421,7 +424,8 @@ async fn start_member(
     let listener = TcpListener::bind(&peer).await.map_err(|source| StartError::Bind { addr: peer.clone(), source })?;
     let peer_addr = listener.local_addr().map_err(|source| StartError::Bind { addr: peer.clone(), source })?;
     let status = Arc::new(member::MemberStatus::default());
-    tokio::spawn(member::serve_peers(listener, raft.clone(), core_tx.clone(), status.clone(), shutdown.clone()));
+    let peers =
+        tokio::spawn(member::serve_peers(listener, raft.clone(), core_tx.clone(), status.clone(), shutdown.clone()));
     let voters: std::collections::BTreeMap<u64, crate::raft::members::ServerSpec> =
         ens.members.iter().filter(|(_, s)| !s.observer).map(|(id, s)| (*id, s.clone())).collect();
     if !raft.is_initialized().await.unwrap_or(true) {
@@ -432,10 +436,10 @@ async fn start_member(
         }
     }
     let shared = Arc::new(parking_lot::RwLock::new(ens.clone()));
-    tokio::spawn(member::propose(me, shared, raft.clone(), core_tx.clone(), proposals));
+    tokio::spawn(member::propose(me, shared, raft.clone(), core_tx.clone(), proposals, shutdown.clone()));
     let stale = crate::raft::stale_after(cfg, ens);
     tokio::spawn(member::watch_role(raft.clone(), core_tx.clone(), status.clone(), stale, shutdown.clone()));
     tracing::info!(id = me, peer = %peer_addr, members = ens.members.len(), "ensemble member started");
-    let member = Member { raft, status, peer_addr };
+    let member = Member { raft, status, peer_addr, peers };
     Ok(Started { core_tx, core, log: None, durable, member: Some(member), lock })
 }

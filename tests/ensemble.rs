@@ -1,0 +1,350 @@
+//! Ensembles in one process: three members over loopback, driven by a real client (the
+//! `zookeeper-client` crate). Members are stopped and restarted the way an operator would
+//! (shutdown, then start on the same data directory); kill -9 and cut links are in the
+//! multi-process suites.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+use zkr::config::Config;
+use zkr::raft::members::{Ensemble, ServerSpec};
+use zkr::server::core::replicated::Role;
+use zkr::server::Server;
+use zookeeper_client as zk;
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Configs for an ensemble of `n` on loopback, each with its own data directory.
+fn ensemble_configs(n: u64) -> Vec<Config> {
+    let members: BTreeMap<u64, ServerSpec> = (1..=n)
+        .map(|id| {
+            let p = free_port();
+            (id, ServerSpec { host: "127.0.0.1".into(), peer_port: p, election_port: p, observer: false, client: None })
+        })
+        .collect();
+    (1..=n)
+        .map(|id| Config {
+            server_id: id as u8,
+            four_letter_words: vec!["*".into()],
+            ensemble: Some(Ensemble {
+                my_id: id,
+                members: members.clone(),
+                init_limit: 10,
+                sync_limit: 5,
+                reconfig_enabled: false,
+                dynamic_file: None,
+            }),
+            ..common::test_config()
+        })
+        .collect()
+}
+
+struct Cluster {
+    cfgs: Vec<Config>,
+    servers: Vec<Option<Server>>,
+}
+
+impl Cluster {
+    async fn start(n: u64) -> Cluster {
+        Cluster::start_with(ensemble_configs(n)).await
+    }
+
+    async fn start_with(cfgs: Vec<Config>) -> Cluster {
+        let mut servers = Vec::new();
+        for c in &cfgs {
+            servers.push(Some(common::start_with(c.clone()).await.0));
+        }
+        let cl = Cluster { cfgs, servers };
+        cl.leader().await;
+        cl
+    }
+
+    fn addr(&self, i: usize) -> String {
+        self.servers[i].as_ref().expect("member is running").local_addr().to_string()
+    }
+
+    fn role(&self, i: usize) -> Option<Role> {
+        self.servers[i].as_ref().and_then(|s| s.member()).map(|m| m.status.role.lock().0)
+    }
+
+    /// The index of the leader, once there is one and every running member follows it.
+    async fn leader(&self) -> usize {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let roles: Vec<Option<Role>> = (0..self.servers.len()).map(|i| self.role(i)).collect();
+            let leaders: Vec<usize> = (0..roles.len()).filter(|i| roles[*i] == Some(Role::Leader)).collect();
+            let settled = roles.iter().all(|r| matches!(r, None | Some(Role::Leader) | Some(Role::Follower)));
+            if leaders.len() == 1 && settled {
+                return leaders[0];
+            }
+            assert!(tokio::time::Instant::now() < deadline, "no leader: {roles:?}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    fn follower(&self, leader: usize) -> usize {
+        (0..self.servers.len()).find(|i| *i != leader && self.servers[*i].is_some()).expect("a follower")
+    }
+
+    async fn stop(&mut self, i: usize) {
+        if let Some(s) = self.servers[i].take() {
+            s.shutdown().await;
+        }
+    }
+
+    async fn restart(&mut self, i: usize) {
+        self.stop(i).await;
+        self.servers[i] = Some(common::start_with(self.cfgs[i].clone()).await.0);
+    }
+
+    async fn shutdown(mut self) {
+        for i in 0..self.servers.len() {
+            self.stop(i).await;
+        }
+    }
+
+    fn connect_string(&self) -> String {
+        (0..self.servers.len())
+            .filter(|i| self.servers[*i].is_some())
+            .map(|i| self.addr(i))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+async fn client(addr: &str) -> zk::Client {
+    zk::Client::connector().session_timeout(Duration::from_secs(6)).connect(addr).await.expect("client connects")
+}
+
+fn persistent() -> zk::CreateOptions<'static> {
+    zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all())
+}
+
+fn ephemeral() -> zk::CreateOptions<'static> {
+    zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all())
+}
+
+async fn four_letter(addr: &str, word: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect for a four-letter word");
+    s.write_all(word.as_bytes()).await.unwrap();
+    let mut out = String::new();
+    let _ = tokio::time::timeout(Duration::from_secs(5), s.read_to_string(&mut out)).await;
+    out
+}
+
+fn mntr_value(mntr: &str, key: &str) -> Option<String> {
+    mntr.lines().find_map(|l| l.strip_prefix(key).and_then(|r| r.strip_prefix('\t')).map(str::to_owned))
+}
+
+/// Waits until every running member reports the same zxid and tree digest; returns the digest.
+async fn converged(cl: &Cluster) -> String {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let mut seen = Vec::new();
+        for i in (0..cl.servers.len()).filter(|i| cl.servers[*i].is_some()) {
+            let m = four_letter(&cl.addr(i), "mntr").await;
+            seen.push((mntr_value(&m, "zk_digest_zxid"), mntr_value(&m, "zk_digest")));
+        }
+        if seen.iter().all(|s| s.0.is_some() && *s == seen[0]) {
+            return seen[0].1.clone().unwrap_or_default();
+        }
+        assert!(tokio::time::Instant::now() < deadline, "members did not converge: {seen:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn writes_through_any_member_reach_every_member() {
+    let cl = Cluster::start(3).await;
+    let leader = cl.leader().await;
+    let f = cl.follower(leader);
+    let modes: Vec<String> = {
+        let mut v = Vec::new();
+        for i in 0..3 {
+            let srvr = four_letter(&cl.addr(i), "srvr").await;
+            v.push(srvr.lines().find(|l| l.starts_with("Mode: ")).unwrap_or("").to_owned());
+        }
+        v.sort();
+        v
+    };
+    assert_eq!(modes, vec!["Mode: follower", "Mode: follower", "Mode: leader"]);
+
+    // A write through a follower, answered in order with the session's next read.
+    let c = client(&cl.addr(f)).await;
+    let (stat, _) = c.create("/app", b"v0", &persistent()).await.unwrap();
+    assert_eq!(stat.czxid >> 32, stat.mzxid >> 32, "zxid epoch is the Raft term");
+    assert!(stat.czxid >> 32 >= 1);
+    let (data, _) = c.get_data("/app").await.unwrap();
+    assert_eq!(data, b"v0", "a read after a write on the same session sees it");
+    let seq = zk::CreateMode::PersistentSequential.with_acls(zk::Acls::anyone_all());
+    for _ in 0..20 {
+        c.create("/app/n-", b"", &seq).await.unwrap();
+    }
+    assert_eq!(c.set_data("/app", b"v1", Some(5)).await.unwrap_err(), zk::Error::BadVersion);
+    assert_eq!(c.create("/app", b"", &persistent()).await.unwrap_err(), zk::Error::NodeExists);
+    let mut m = c.new_multi_writer();
+    m.add_create("/app/m", b"", &persistent()).unwrap();
+    m.add_set_data("/app", b"v1", Some(0)).unwrap();
+    m.commit().await.unwrap();
+
+    // Every member answers the same, after sync, with the same Stat.
+    let mut stats = Vec::new();
+    for i in 0..3 {
+        let other = client(&cl.addr(i)).await;
+        other.sync("/app").await.unwrap();
+        let (data, stat) = other.get_data("/app").await.unwrap();
+        assert_eq!(data, b"v1");
+        let mut children = other.list_children("/app").await.unwrap();
+        children.sort();
+        assert_eq!(children.len(), 21);
+        assert_eq!(children[0], "m");
+        assert_eq!(children[1], "n-0000000000");
+        stats.push(stat);
+    }
+    assert!(stats.iter().all(|s| *s == stats[0]), "same Stat on every member: {stats:?}");
+    let digest = converged(&cl).await;
+    assert!(!digest.is_empty());
+    // zxids are global: a client that saw the leader's latest zxid is accepted everywhere.
+    let cfg = c.get_config().await.unwrap().0;
+    let cfg = String::from_utf8(cfg).unwrap();
+    assert_eq!(cfg.lines().filter(|l| l.starts_with("server.")).count(), 3, "{cfg}");
+    assert!(cfg.lines().any(|l| l.starts_with("version=")), "{cfg}");
+    cl.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn watches_fire_on_the_member_the_watcher_is_connected_to() {
+    let cl = Cluster::start(3).await;
+    let leader = cl.leader().await;
+    let f = cl.follower(leader);
+    let writer = client(&cl.addr(leader)).await;
+    let watcher = client(&cl.addr(f)).await;
+    writer.create("/w", b"", &persistent()).await.unwrap();
+    watcher.sync("/w").await.unwrap();
+    let (_, _, dw) = watcher.get_and_watch_data("/w").await.unwrap();
+    let (_, _, cw) = watcher.get_and_watch_children("/w").await.unwrap();
+    writer.set_data("/w", b"1", None).await.unwrap();
+    let ev = tokio::time::timeout(Duration::from_secs(5), dw.changed()).await.unwrap();
+    assert_eq!((ev.event_type, ev.path.as_str()), (zk::EventType::NodeDataChanged, "/w"));
+    writer.create("/w/c", b"", &ephemeral()).await.unwrap();
+    let ev = tokio::time::timeout(Duration::from_secs(5), cw.changed()).await.unwrap();
+    assert_eq!(ev.event_type, zk::EventType::NodeChildrenChanged);
+    // The writer's session closes: its ephemeral goes on every member, with the watch event.
+    let (_, _, cw) = watcher.get_and_watch_children("/w").await.unwrap();
+    drop(writer);
+    let ev = tokio::time::timeout(Duration::from_secs(5), cw.changed()).await.unwrap();
+    assert_eq!(ev.event_type, zk::EventType::NodeChildrenChanged);
+    assert!(watcher.list_children("/w").await.unwrap().is_empty());
+    converged(&cl).await;
+    cl.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sessions_and_ephemerals_survive_losing_the_member_and_the_leader() {
+    let mut cl = Cluster::start(3).await;
+    let leader = cl.leader().await;
+    // A client on a follower only: its member loses the leader, closes the connection, and the
+    // client moves on with the same session.
+    let c = zk::Client::connector()
+        .session_timeout(Duration::from_secs(6))
+        .connect(&cl.connect_string())
+        .await
+        .expect("client connects");
+    let sid = c.session_id();
+    c.create("/e", b"", &ephemeral()).await.unwrap();
+    let probe = client(&cl.addr(cl.follower(leader))).await;
+    probe.create("/p", b"", &persistent()).await.unwrap();
+    cl.stop(leader).await;
+    let new_leader = cl.leader().await;
+    assert_ne!(new_leader, leader);
+    // The session lives on: its ephemeral is still there, and it can write.
+    common::eventually("the client writes again after the leader's loss", || async {
+        c.create("/after-leader", b"", &persistent()).await.is_ok()
+            || c.check_stat("/after-leader").await.ok().flatten().is_some()
+    })
+    .await;
+    assert_eq!(c.session_id(), sid);
+    let stat = c.check_stat("/e").await.unwrap().expect("the ephemeral survives a leader change");
+    assert_eq!(stat.ephemeral_owner, sid.0);
+    // The old leader comes back as a follower and catches up.
+    cl.restart(leader).await;
+    cl.leader().await;
+    converged(&cl).await;
+    let back = client(&cl.addr(leader)).await;
+    back.sync("/").await.unwrap();
+    assert!(back.check_stat("/after-leader").await.unwrap().is_some());
+    assert!(back.check_stat("/e").await.unwrap().is_some());
+    cl.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_dead_clients_session_expires_everywhere() {
+    let cl = Cluster::start(3).await;
+    let leader = cl.leader().await;
+    let f = cl.follower(leader);
+    let watcher = client(&cl.addr(leader)).await;
+    watcher.create("/reg", b"", &persistent()).await.unwrap();
+    // A raw client on a follower: it creates an ephemeral and then vanishes without closing.
+    let (mut raw, resp) = common::Raw::connect(&cl.addr(f), 400).await;
+    assert_ne!(resp.session_id, 0);
+    let create = zkr::proto::Request {
+        xid: 1,
+        op: zkr::proto::OpCode::Create,
+        body: zkr::proto::RequestBody::Create(zkr::proto::CreateRequest {
+            path: "/reg/provider".into(),
+            data: None,
+            acl: zkr::proto::Acl::open_unsafe(),
+            flags: 1,
+            ttl: None,
+        }),
+    };
+    let (h, _) = raw.call(&create).await;
+    assert_eq!(h.err, 0);
+    let (_, _, cw) = watcher.get_and_watch_children("/reg").await.unwrap();
+    drop(raw);
+    let ev = tokio::time::timeout(Duration::from_secs(10), cw.changed()).await.expect("expired within its timeout");
+    assert_eq!(ev.event_type, zk::EventType::NodeChildrenChanged);
+    for i in 0..3 {
+        let other = client(&cl.addr(i)).await;
+        other.sync("/reg").await.unwrap();
+        assert!(other.list_children("/reg").await.unwrap().is_empty());
+    }
+    cl.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_member_that_missed_compacted_log_catches_up_from_a_snapshot() {
+    let mut cfgs = ensemble_configs(3);
+    for c in &mut cfgs {
+        c.snap_count = 50;
+    }
+    let mut cl = Cluster::start_with(cfgs).await;
+    let leader = cl.leader().await;
+    let lagging = cl.follower(leader);
+    cl.stop(lagging).await;
+    let c = client(&cl.addr(leader)).await;
+    c.create("/bulk", b"", &persistent()).await.unwrap();
+    for i in 0..400 {
+        c.create(&format!("/bulk/n{i}"), &[b'x'; 100], &persistent()).await.unwrap();
+    }
+    // A wiped member rejoins the same way.
+    let wiped = cl.follower(leader);
+    let wiped = if wiped == lagging { (0..3).find(|i| *i != leader && *i != lagging).unwrap() } else { wiped };
+    cl.restart(lagging).await;
+    converged(&cl).await;
+    cl.stop(wiped).await;
+    let dir = cl.cfgs[wiped].data_dir.clone();
+    std::fs::remove_dir_all(&dir).unwrap();
+    cl.restart(wiped).await;
+    let digest = converged(&cl).await;
+    for i in [lagging, wiped] {
+        let other = client(&cl.addr(i)).await;
+        assert_eq!(other.list_children("/bulk").await.unwrap().len(), 400);
+    }
+    assert!(!digest.is_empty());
+    cl.shutdown().await;
+}

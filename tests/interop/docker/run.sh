@@ -12,7 +12,7 @@
 #     started as root dropping to another user, the leader killed and a new one taking over, the
 #     old leader restarted with its files and catching up.
 # Needs ZKR_BIN (default target/release/zkr), nc, curl, python3; installs Debian's docker-compose
-# if missing. Prints PASS/FAIL lines and "N passed, M failed"; exit 1 on failure.
+# if missing. KEEP_WORK=1 keeps the members' files and logs. Prints PASS/FAIL lines and "N passed, M failed"; exit 1 on failure.
 set -uo pipefail
 STARTED=$SECONDS
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -34,7 +34,7 @@ cleanup() {
         kill -9 "${PID[$id]}" 2>/dev/null
         wait "${PID[$id]}" 2>/dev/null
     done
-    rm -rf "$WORK"
+    if [ "${KEEP_WORK:-}" = 1 ]; then echo "kept $WORK (KEEP_WORK=1)"; else rm -rf "$WORK"; fi
     echo "docker suite took $((SECONDS - STARTED))s"
 }
 trap cleanup EXIT
@@ -459,10 +459,11 @@ else
     kill -9 "${PID[$old]}"
     wait "${PID[$old]}" 2>/dev/null
     unset "PID[$old]"
+    killed_at=$SECONDS
     rest=()
     for i in 1 2 3; do [ "$i" != "$old" ] && rest+=("$i"); done
     if wait_one_leader 30 "${rest[@]}"; then
-        pass "leader-killed-new-leader (killed $old; $(modes "${rest[@]}"))"
+        pass "leader-killed-new-leader (killed $old; $(modes "${rest[@]}") within $((SECONDS - killed_at))s)"
     else
         fail "leader-killed-new-leader" "killed $old; after 30s: $(modes "${rest[@]}")"
     fi

@@ -48,6 +48,7 @@ suite dubbo "Dubbo interop: unmodified Dubbo 3.3 and 3.2 (Maven Central) vs Debi
 suite clients "other ecosystems' clients (kazoo recipes + kazoo's own tests, Go, Node, C cli_mt), zkr vs ZooKeeper" bash tests/interop/clients/run.sh
 suite hostile "hostile input: ACL matrix vs Debian ZooKeeper (limits, garbage, fuzzing run in cargo test)" bash tests/interop/hostile/run.sh
 suite tls "TLS (secureClientPort, x509) and SASL DIGEST-MD5: Java client and kazoo, zkr vs Debian ZooKeeper" bash tests/interop/tls/run.sh
+suite docker "Docker image without an engine: docker-compose config, entrypoint files vs the official zookeeper image's, the compose file's 3 members as processes (leader, failover)" bash tests/interop/docker/run.sh
 suite bench-smoke "load generator smoke run (zkr bench, every workload, against zkr)" bash tests/bench/smoke.sh
 suite matrix "compatibility matrix (docs/compatibility.md from every suite's rows)" /usr/bin/python3 tests/interop/matrix.py generate
 echo "suite times: ${TIMES[*]}"

@@ -623,23 +623,40 @@ impl Config {
         }
         let file_keys = file.map(|f| (f.name.as_str(), &f.keys));
         c.ensemble = crate::raft::members::resolve(file_keys, args.id, args.peers.as_deref(), &c.data_dir)?;
-        if let Some(ens) = &c.ensemble {
-            c.server_id = ens.my_id as u8;
-            // `server.N=…;[addr:]port` names this member's client port (ZooKeeper 3.5+); it
-            // wins over clientPort, and a --port flag wins over both.
-            if let Some((addr, port)) = ens.me().and_then(|m| m.client.clone()) {
-                if args.port.is_none() {
-                    c.port = port;
-                }
-                if args.bind.is_none() {
-                    if let Ok(ip) = addr.parse() {
-                        c.bind = ip;
-                    }
+        let me = match &c.ensemble {
+            Some(ens) => {
+                c.server_id = ens.my_id as u8;
+                ens.me().cloned()
+            }
+            None => file.and_then(|f| standalone_server_line(f, &c.data_dir)),
+        };
+        // `server.N=…;[addr:]port` names this server's client port (ZooKeeper 3.5+); it wins
+        // over clientPort, and a --port flag wins over both.
+        if let Some((addr, port)) = me.and_then(|m| m.client) {
+            if args.port.is_none() {
+                c.port = port;
+            }
+            if args.bind.is_none() {
+                if let Ok(ip) = addr.parse() {
+                    c.bind = ip;
                 }
             }
         }
         Ok(c)
     }
+}
+
+/// The one `server.N` line of a server that runs standalone (one server, standaloneEnabled),
+/// when dataDir's myid names it: its client port is still the one ZooKeeper listens on
+/// (QuorumPeerConfig.setupClientPort reads it whenever a myid file exists). The official Docker
+/// image writes such a config by default: `server.1=localhost:2888:3888;2181` and myid 1.
+fn standalone_server_line(file: &ZooCfg, data_dir: &Path) -> Option<crate::raft::members::ServerSpec> {
+    let mut servers = crate::raft::members::servers_of(&file.keys, &file.name).ok()?;
+    if servers.len() != 1 {
+        return None;
+    }
+    let id = crate::raft::members::read_myid(data_dir).ok()?;
+    servers.remove(&id)
 }
 
 /// TLS keys of a zoo.cfg, checked.
@@ -863,6 +880,25 @@ mod tests {
         let args = ServeArgs { admin_enable: Some(true), admin_port: Some(0), ..Default::default() };
         let c = with_file("admin.enableServer=false\n", args).unwrap();
         assert_eq!((c.admin_enabled, c.admin_port), (true, 0));
+    }
+
+    #[test]
+    fn standalone_server_line_names_the_client_port() {
+        let dir = std::env::temp_dir().join(format!("zkr-cfg-standalone-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let text = format!("dataDir={}\nserver.1=localhost:2888:3888;127.0.0.1:2999\n", dir.display());
+        // No myid: ZooKeeper does not know which line is its own, and keeps clientPort.
+        let c = with_file(&text, ServeArgs::default()).unwrap();
+        assert_eq!((c.ensemble.is_none(), c.port), (true, 2181));
+        std::fs::write(dir.join("myid"), "1\n").unwrap();
+        let c = with_file(&text, ServeArgs::default()).unwrap();
+        assert_eq!((c.ensemble.is_none(), c.port, c.bind), (true, 2999, IpAddr::from([127, 0, 0, 1])));
+        let c = with_file(&text, ServeArgs { port: Some(3000), ..Default::default() }).unwrap();
+        assert_eq!(c.port, 3000);
+        std::fs::write(dir.join("myid"), "2\n").unwrap();
+        let c = with_file(&text, ServeArgs::default()).unwrap();
+        assert_eq!(c.port, 2181);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

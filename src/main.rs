@@ -21,11 +21,45 @@ enum LogFormat {
 
 fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,openraft=warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,openraft=off"));
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
     match format {
-        LogFormat::Json => builder.json().flatten_event(true).with_current_span(false).init(),
-        LogFormat::Text => builder.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).init(),
+        LogFormat::Json => {
+            let inner = tracing_subscriber::fmt::format().json().flatten_event(true).with_current_span(false);
+            builder.event_format(MemberTagged(inner)).init()
+        }
+        LogFormat::Text => {
+            let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+            builder.event_format(MemberTagged(tracing_subscriber::fmt::format().with_ansi(ansi))).init()
+        }
+    }
+}
+
+/// Log lines of an ensemble member name its id and role: `[member 2 follower]` before a text
+/// line, `"member":2,"role":"follower"` at the start of a JSON object.
+struct MemberTagged<F>(F);
+
+impl<S, N, F> tracing_subscriber::fmt::FormatEvent<S, N> for MemberTagged<F>
+where
+    F: tracing_subscriber::fmt::FormatEvent<S, N>,
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    N: for<'a> tracing_subscriber::fmt::FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        ctx: &tracing_subscriber::fmt::FmtContext<'_, S, N>,
+        mut writer: tracing_subscriber::fmt::format::Writer<'_>,
+        event: &tracing::Event<'_>,
+    ) -> std::fmt::Result {
+        let Some((id, role)) = zkr::raft::member::log_tag() else {
+            return self.0.format_event(ctx, writer, event);
+        };
+        let mut line = String::new();
+        self.0.format_event(ctx, tracing_subscriber::fmt::format::Writer::new(&mut line), event)?;
+        match line.strip_prefix('{') {
+            Some(rest) => write!(writer, "{{\"member\":{id},\"role\":\"{role}\",{rest}"),
+            None => write!(writer, "[member {id} {role}] {line}"),
+        }
     }
 }
 

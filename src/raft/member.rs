@@ -29,6 +29,20 @@ pub struct MemberStatus {
     pub leader_since: AtomicU64,
 }
 
+/// The member whose id and role this process's log lines carry (the first started; a process
+/// normally runs one).
+static LOG_MEMBER: std::sync::OnceLock<(MemberId, Arc<MemberStatus>)> = std::sync::OnceLock::new();
+
+/// Registers the member whose id and role the log lines name.
+pub fn tag_logs(me: MemberId, status: Arc<MemberStatus>) {
+    let _ = LOG_MEMBER.set((me, status));
+}
+
+/// `(id, role)` for log lines, once an ensemble member runs in this process.
+pub fn log_tag() -> Option<(MemberId, &'static str)> {
+    LOG_MEMBER.get().map(|(id, st)| (*id, st.role.lock().0.name()))
+}
+
 fn wall_ms() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }
@@ -329,10 +343,16 @@ pub async fn watch_role(
             r = metrics.changed() => if r.is_err() { break },
             _ = every.tick() => {}
         }
-        let (state, leader, term, since_ack) = {
+        let (state, leader, term, since_ack, running) = {
             let m = metrics.borrow();
-            (m.state, m.current_leader, m.current_term, m.millis_since_quorum_ack)
+            (m.state, m.current_leader, m.current_term, m.millis_since_quorum_ack, m.running_state.clone())
         };
+        if let Err(fatal) = running {
+            tracing::error!("replication stopped on a fatal error, this member no longer serves: {fatal}");
+            *status.role.lock() = (Role::Looking, None, term);
+            to_core(&core, ReplMsg::Role { role: Role::Looking, leader: None, term }).await;
+            break;
+        }
         let contact = crate::session::mono_ms().saturating_sub(status.leader_contact.load(Ordering::Acquire));
         use openraft::ServerState as S;
         let role = match state {

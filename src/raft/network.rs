@@ -136,7 +136,7 @@ impl RaftNetworkFactory<Zkr> for Network {
     type Network = PeerClient;
 
     async fn new_client(&mut self, target: MemberId, node: &super::members::ServerSpec) -> PeerClient {
-        PeerClient { me: self.me, target, addr: node.peer_addr(), conn: None }
+        PeerClient { me: self.me, target, addr: node.peer_addr(), conn: None, reachable: true }
     }
 }
 
@@ -146,6 +146,9 @@ pub struct PeerClient {
     target: MemberId,
     addr: String,
     conn: Option<TcpStream>,
+    /// Whether the last RPC got through: a change is logged once, not every retry (openraft's
+    /// own per-retry errors are filtered out of the default log).
+    reachable: bool,
 }
 
 impl PeerClient {
@@ -156,9 +159,13 @@ impl PeerClient {
     ) -> Result<RpcResponse, RPCError<MemberId, super::members::ServerSpec, E>> {
         let conn = match self.conn.take() {
             Some(c) => c,
-            None => connect(&self.addr, self.me, Kind::Rpc)
-                .await
-                .map_err(|e| RPCError::Unreachable(Unreachable::new(&e)))?,
+            None => match connect(&self.addr, self.me, Kind::Rpc).await {
+                Ok(c) => c,
+                Err(e) => {
+                    self.lost(&e);
+                    return Err(RPCError::Unreachable(Unreachable::new(&e)));
+                }
+            },
         };
         let mut conn = conn;
         let exchange = async {
@@ -168,9 +175,16 @@ impl PeerClient {
         match tokio::time::timeout(ttl, exchange).await {
             Ok(Ok(resp)) => {
                 self.conn = Some(conn);
+                if !self.reachable {
+                    self.reachable = true;
+                    tracing::info!(peer = self.target, addr = %self.addr, "member {} is reachable again", self.target);
+                }
                 Ok(resp)
             }
-            Ok(Err(e)) => Err(RPCError::Network(NetworkError::new(&e))),
+            Ok(Err(e)) => {
+                self.lost(&e);
+                Err(RPCError::Network(NetworkError::new(&e)))
+            }
             Err(_) => {
                 let e = std::io::Error::new(
                     std::io::ErrorKind::TimedOut,
@@ -178,6 +192,13 @@ impl PeerClient {
                 );
                 Err(RPCError::Network(NetworkError::new(&e)))
             }
+        }
+    }
+
+    fn lost(&mut self, e: &dyn std::fmt::Display) {
+        if self.reachable {
+            self.reachable = false;
+            tracing::warn!(peer = self.target, addr = %self.addr, "cannot reach member {}: {e}", self.target);
         }
     }
 

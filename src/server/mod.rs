@@ -424,6 +424,7 @@ async fn start_member(
     let listener = TcpListener::bind(&peer).await.map_err(|source| StartError::Bind { addr: peer.clone(), source })?;
     let peer_addr = listener.local_addr().map_err(|source| StartError::Bind { addr: peer.clone(), source })?;
     let status = Arc::new(member::MemberStatus::default());
+    member::tag_logs(me, status.clone());
     let peers =
         tokio::spawn(member::serve_peers(listener, raft.clone(), core_tx.clone(), status.clone(), shutdown.clone()));
     let voters: std::collections::BTreeMap<u64, crate::raft::members::ServerSpec> =

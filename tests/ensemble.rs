@@ -76,13 +76,22 @@ impl Cluster {
         loop {
             let roles: Vec<Option<Role>> = (0..self.servers.len()).map(|i| self.role(i)).collect();
             let leaders: Vec<usize> = (0..roles.len()).filter(|i| roles[*i] == Some(Role::Leader)).collect();
-            let settled = roles.iter().all(|r| matches!(r, None | Some(Role::Leader) | Some(Role::Follower)));
+            // Voters settle as leader or followers; observers are waited for by their tests.
+            let settled = roles
+                .iter()
+                .enumerate()
+                .all(|(i, r)| self.is_observer(i) || matches!(r, None | Some(Role::Leader) | Some(Role::Follower)));
             if leaders.len() == 1 && settled {
                 return leaders[0];
             }
             assert!(tokio::time::Instant::now() < deadline, "no leader: {roles:?}");
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+    }
+
+    fn is_observer(&self, i: usize) -> bool {
+        let me = i as u64 + 1;
+        self.cfgs[i].ensemble.as_ref().and_then(|e| e.members.get(&me)).is_some_and(|s| s.observer)
     }
 
     fn follower(&self, leader: usize) -> usize {
@@ -346,5 +355,67 @@ async fn a_member_that_missed_compacted_log_catches_up_from_a_snapshot() {
         assert_eq!(other.list_children("/bulk").await.unwrap().len(), 400);
     }
     assert!(!digest.is_empty());
+    cl.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_observer_serves_clients_and_never_votes() {
+    let mut cfgs = ensemble_configs(4);
+    for c in &mut cfgs {
+        if let Some(e) = &mut c.ensemble {
+            if let Some(s) = e.members.get_mut(&4) {
+                s.observer = true;
+            }
+        }
+    }
+    let mut cl = Cluster::start_with(cfgs).await;
+    let observer = 3;
+    common::eventually("member 4 observes", || async { cl.role(observer) == Some(Role::Observer) }).await;
+    let srvr = four_letter(&cl.addr(observer), "srvr").await;
+    assert!(srvr.contains("Mode: observer"), "{srvr}");
+    let c = client(&cl.addr(observer)).await;
+    c.create("/via-observer", b"o", &persistent()).await.unwrap();
+    assert_eq!(c.get_data("/via-observer").await.unwrap().0, b"o");
+    let cfg = String::from_utf8(c.get_config().await.unwrap().0).unwrap();
+    assert!(cfg.lines().any(|l| l.starts_with("server.4=") && l.contains(":observer")), "{cfg}");
+    assert_eq!(cfg.lines().filter(|l| l.contains(":participant")).count(), 3, "{cfg}");
+    converged(&cl).await;
+    // Two voters gone: the observer does not make a quorum, so nothing is served.
+    let leader = cl.leader().await;
+    let voters: Vec<usize> = (0..3).filter(|i| *i != leader).collect();
+    cl.stop(voters[0]).await;
+    cl.stop(voters[1]).await;
+    common::eventually("the observer stops serving without a quorum", || async {
+        four_letter(&cl.addr(observer), "srvr").await.contains("not currently serving")
+    })
+    .await;
+    cl.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_leader_without_its_quorum_stops_serving_and_the_ensemble_recovers() {
+    let mut cl = Cluster::start(3).await;
+    let leader = cl.leader().await;
+    let c = client(&cl.addr(leader)).await;
+    c.create("/before", b"", &persistent()).await.unwrap();
+    let others: Vec<usize> = (0..3).filter(|i| *i != leader).collect();
+    cl.stop(others[0]).await;
+    cl.stop(others[1]).await;
+    common::eventually("the lone leader stops serving", || async {
+        four_letter(&cl.addr(leader), "srvr").await.contains("not currently serving")
+    })
+    .await;
+    assert_eq!(four_letter(&cl.addr(leader), "isro").await, "null");
+    cl.restart(others[0]).await;
+    cl.restart(others[1]).await;
+    cl.leader().await;
+    let c = zk::Client::connector()
+        .session_timeout(Duration::from_secs(6))
+        .connect(&cl.connect_string())
+        .await
+        .expect("client connects");
+    c.create("/after", b"", &persistent()).await.unwrap();
+    assert!(c.check_stat("/before").await.unwrap().is_some());
+    converged(&cl).await;
     cl.shutdown().await;
 }

@@ -337,6 +337,7 @@ pub async fn watch_role(
     let mut every = tokio::time::interval(Duration::from_millis(50));
     let mut last: Option<(Role, Option<MemberId>, u64)> = None;
     let stale_ms = stale.as_millis() as u64;
+    let mut heartbeat_off = false;
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => break,
@@ -362,6 +363,17 @@ pub async fn watch_role(
             S::Learner if leader.is_some() && contact <= stale_ms => Role::Observer,
             _ => Role::Looking,
         };
+        // A leader that lost its quorum stops its heartbeats, so that followers and observers
+        // still in touch with it notice too and stop serving (ZooKeeper's leader gives up
+        // leading after syncLimit ticks without a quorum); elections bring them back.
+        let quiet = state == S::Leader && role == Role::Looking;
+        if quiet != heartbeat_off {
+            heartbeat_off = quiet;
+            raft.enable_heartbeat(!quiet);
+            if quiet {
+                tracing::warn!("leader without a quorum for {stale:?}: not serving, heartbeats stopped");
+            }
+        }
         let now = (role, if role == Role::Looking { None } else { leader }, term);
         if last != Some(now) {
             if now.0 == Role::Leader && last.is_none_or(|l| l.0 != Role::Leader) {
@@ -370,6 +382,39 @@ pub async fn watch_role(
             last = Some(now);
             *status.role.lock() = now;
             to_core(&core, ReplMsg::Role { role: now.0, leader: now.1, term }).await;
+        }
+    }
+}
+
+/// The leader's duty for observers (`server.N=…:observer`): they join as openraft learners,
+/// which replicate the log and serve clients but never vote, as ZooKeeper's observers.
+pub async fn keep_observers(raft: Raft, ensemble: Arc<parking_lot::RwLock<Ensemble>>, shutdown: CancellationToken) {
+    let mut every = tokio::time::interval(Duration::from_millis(500));
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => break,
+            _ = every.tick() => {}
+        }
+        let (leader, present) = {
+            let m = raft.metrics().borrow().clone();
+            let present: Vec<MemberId> = m.membership_config.membership().nodes().map(|(id, _)| *id).collect();
+            (m.state == openraft::ServerState::Leader, present)
+        };
+        if !leader {
+            continue;
+        }
+        let missing: Vec<(MemberId, super::members::ServerSpec)> = ensemble
+            .read()
+            .members
+            .iter()
+            .filter(|(id, s)| s.observer && !present.contains(id))
+            .map(|(id, s)| (*id, s.clone()))
+            .collect();
+        for (id, spec) in missing {
+            match raft.add_learner(id, spec, false).await {
+                Ok(_) => tracing::info!(observer = id, "observer added to the ensemble"),
+                Err(e) => tracing::warn!(observer = id, "cannot add the observer yet: {e}"),
+            }
         }
     }
 }

@@ -429,7 +429,8 @@ async fn start_member(
         tokio::spawn(member::serve_peers(listener, raft.clone(), core_tx.clone(), status.clone(), shutdown.clone()));
     let voters: std::collections::BTreeMap<u64, crate::raft::members::ServerSpec> =
         ens.members.iter().filter(|(_, s)| !s.observer).map(|(id, s)| (*id, s.clone())).collect();
-    if !raft.is_initialized().await.unwrap_or(true) {
+    // An observer never initializes the ensemble: the leader adds it as a learner.
+    if !spec.observer && !raft.is_initialized().await.unwrap_or(true) {
         // Every member of a new ensemble proposes the same initial membership (openraft allows
         // it); whoever wins the first election commits it.
         if let Err(e) = raft.initialize(voters).await {
@@ -437,7 +438,8 @@ async fn start_member(
         }
     }
     let shared = Arc::new(parking_lot::RwLock::new(ens.clone()));
-    tokio::spawn(member::propose(me, shared, raft.clone(), core_tx.clone(), proposals, shutdown.clone()));
+    tokio::spawn(member::propose(me, shared.clone(), raft.clone(), core_tx.clone(), proposals, shutdown.clone()));
+    tokio::spawn(member::keep_observers(raft.clone(), shared.clone(), shutdown.clone()));
     let stale = crate::raft::stale_after(cfg, ens);
     tokio::spawn(member::watch_role(raft.clone(), core_tx.clone(), status.clone(), stale, shutdown.clone()));
     tracing::info!(id = me, peer = %peer_addr, members = ens.members.len(), "ensemble member started");

@@ -369,7 +369,7 @@ pub async fn watch_role(
         let quiet = state == S::Leader && role == Role::Looking;
         if quiet != heartbeat_off {
             heartbeat_off = quiet;
-            raft.enable_heartbeat(!quiet);
+            raft.runtime_config().heartbeat(!quiet);
             if quiet {
                 tracing::warn!("leader without a quorum for {stale:?}: not serving, heartbeats stopped");
             }

@@ -248,8 +248,9 @@ impl Core {
 
     pub(super) fn propose_session(&mut self, conn: ConnId, sid: SessionId, timeout: i32) {
         let Some(c) = self.conns.get(&conn) else { return };
-        let mut ids = vec![Id::new("ip", &c.handle.peer.to_string())];
-        ids.extend(c.handle.tls_ids.iter().cloned());
+        let ids = crate::authinfo::from_added(
+            std::iter::once(Id::new("ip", &c.handle.peer.to_string())).chain(c.handle.tls_ids.iter().cloned()),
+        );
         let password = self.passwords.for_session(sid);
         let w = Waiting::Session { conn, timeout, ids };
         self.propose(sid, CommandOp::CreateSession { timeout_ms: timeout, password }, Some(w));

@@ -87,6 +87,10 @@ pub struct ServeArgs {
     /// Serve the AdminServer at all (zoo.cfg admin.enableServer, default true).
     #[arg(long)]
     pub admin_enable: Option<bool>,
+    /// Refuse creates and setData that cross a hard quota limit with QuotaExceeded
+    /// (zoo.cfg enforceQuota, ZooKeeper's zookeeper.enforceQuota; default false).
+    #[arg(long)]
+    pub enforce_quota: Option<bool>,
     /// A ZooKeeper zoo.cfg to read.
     #[arg(long)]
     pub config: Option<PathBuf>,
@@ -287,6 +291,8 @@ pub struct Config {
     pub sasl_super_user: Option<String>,
     /// The ensemble this server is a member of; `None` standalone.
     pub ensemble: Option<crate::raft::members::Ensemble>,
+    /// Hard quota limits refuse writes (zoo.cfg enforceQuota; off by default, as in ZooKeeper).
+    pub enforce_quota: bool,
 }
 
 impl Default for Config {
@@ -322,6 +328,7 @@ impl Default for Config {
             sasl_users: None,
             sasl_super_user: None,
             ensemble: None,
+            enforce_quota: false,
         }
     }
 }
@@ -371,7 +378,9 @@ const USED: &[&str] = &[
     "ssl.ocsp",
     "X509AuthenticationProvider.superUser",
     "superUser",
+    "enforceQuota",
 ];
+
 
 /// zoo.cfg keys with their values and line numbers.
 pub type CfgKeys = BTreeMap<String, (String, usize)>;
@@ -528,6 +537,10 @@ impl Config {
             if let Some(v) = num("admin.serverPort")? {
                 c.admin_port = range("admin.serverPort", v, 0, 65535)? as u16;
             }
+            if let Some((v, _)) = keys.get("enforceQuota") {
+                // Boolean.parseBoolean(System.getProperty("zookeeper.enforceQuota")).
+                c.enforce_quota = v.eq_ignore_ascii_case("true");
+            }
             tls_file = tls_from_file(name, keys)?;
             c.x509_super_user = keys.get("X509AuthenticationProvider.superUser").map(|(v, _)| v.clone());
             c.sasl_super_user = keys.get("superUser").map(|(v, _)| v.clone());
@@ -536,6 +549,9 @@ impl Config {
                     tracing::info!(file = %name, line, key = %k, "zoo.cfg key not used by zkr, ignored");
                 }
             }
+        }
+        if let Some(v) = args.enforce_quota {
+            c.enforce_quota = v;
         }
         if let Some(v) = args.port {
             c.port = v;
@@ -854,6 +870,15 @@ mod tests {
         );
         assert_eq!((c.max_client_cnxns, c.max_frame), (60, 1_048_575));
         assert_eq!((c.admin_enabled, c.admin_port), (true, 8080));
+    }
+
+    #[test]
+    fn enforce_quota_as_java_parses_it() {
+        assert!(!with_file("", ServeArgs::default()).unwrap().enforce_quota, "off by default, as in ZooKeeper");
+        assert!(with_file("enforceQuota=TRUE\n", ServeArgs::default()).unwrap().enforce_quota);
+        assert!(!with_file("enforceQuota=yes\n", ServeArgs::default()).unwrap().enforce_quota, "Boolean.parseBoolean");
+        let flag = ServeArgs { enforce_quota: Some(false), ..Default::default() };
+        assert!(!with_file("enforceQuota=true\n", flag).unwrap().enforce_quota, "the flag wins");
     }
 
     #[test]

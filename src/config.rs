@@ -91,6 +91,10 @@ pub struct ServeArgs {
     /// (zoo.cfg enforceQuota, ZooKeeper's zookeeper.enforceQuota; default false).
     #[arg(long)]
     pub enforce_quota: Option<bool>,
+    /// Serve Prometheus metrics at http://ADDR:PORT/metrics, as ZooKeeper's
+    /// PrometheusMetricsProvider does (zoo.cfg metricsProvider.httpHost/httpPort; default off).
+    #[arg(long)]
+    pub metrics_port: Option<u16>,
     /// A ZooKeeper zoo.cfg to read.
     #[arg(long)]
     pub config: Option<PathBuf>,
@@ -293,6 +297,9 @@ pub struct Config {
     pub ensemble: Option<crate::raft::members::Ensemble>,
     /// Hard quota limits refuse writes (zoo.cfg enforceQuota; off by default, as in ZooKeeper).
     pub enforce_quota: bool,
+    /// Where Prometheus metrics are served (`metricsProvider.className` =
+    /// ZooKeeper's PrometheusMetricsProvider, `metricsProvider.httpHost`/`httpPort`).
+    pub metrics: Option<std::net::SocketAddr>,
 }
 
 impl Default for Config {
@@ -329,6 +336,7 @@ impl Default for Config {
             sasl_super_user: None,
             ensemble: None,
             enforce_quota: false,
+            metrics: None,
         }
     }
 }
@@ -379,8 +387,14 @@ const USED: &[&str] = &[
     "X509AuthenticationProvider.superUser",
     "superUser",
     "enforceQuota",
+    "metricsProvider.className",
+    "metricsProvider.httpHost",
+    "metricsProvider.httpPort",
+    "metricsProvider.exportJvmInfo",
 ];
 
+/// `metricsProvider.className` of ZooKeeper's Prometheus exporter, the one zkr stands in for.
+pub const PROMETHEUS_PROVIDER: &str = "org.apache.zookeeper.metrics.prometheus.PrometheusMetricsProvider";
 
 /// zoo.cfg keys with their values and line numbers.
 pub type CfgKeys = BTreeMap<String, (String, usize)>;
@@ -541,6 +555,7 @@ impl Config {
                 // Boolean.parseBoolean(System.getProperty("zookeeper.enforceQuota")).
                 c.enforce_quota = v.eq_ignore_ascii_case("true");
             }
+            c.metrics = metrics_from_file(name, keys)?;
             tls_file = tls_from_file(name, keys)?;
             c.x509_super_user = keys.get("X509AuthenticationProvider.superUser").map(|(v, _)| v.clone());
             c.sasl_super_user = keys.get("superUser").map(|(v, _)| v.clone());
@@ -552,6 +567,10 @@ impl Config {
         }
         if let Some(v) = args.enforce_quota {
             c.enforce_quota = v;
+        }
+        if let Some(port) = args.metrics_port {
+            let host = c.metrics.map_or(IpAddr::from([0, 0, 0, 0]), |a| a.ip());
+            c.metrics = Some(std::net::SocketAddr::new(host, port));
         }
         if let Some(v) = args.port {
             c.port = v;
@@ -845,6 +864,56 @@ fn tls_settings(args: &ServeArgs, file: TlsFromFile, plain_bind: IpAddr) -> Resu
     }))
 }
 
+/// The metrics endpoint zoo.cfg asks for. ZooKeeper 3.8 loads `metricsProvider.className` (its
+/// default is the NullMetricsProvider, no endpoint); zkr serves the Prometheus one itself, on
+/// `metricsProvider.httpHost` (0.0.0.0) and `metricsProvider.httpPort` (7000), and refuses any
+/// other class, which it cannot load.
+fn metrics_from_file(name: &str, keys: &CfgKeys) -> Result<Option<std::net::SocketAddr>, ConfigError> {
+    let line_err = |key: &str, reason: String| ConfigError::Line {
+        file: name.to_owned(),
+        line: keys.get(key).map_or(0, |(_, l)| *l),
+        reason,
+    };
+    let Some((class, _)) = keys.get("metricsProvider.className") else {
+        for key in ["metricsProvider.httpHost", "metricsProvider.httpPort", "metricsProvider.exportJvmInfo"] {
+            if let Some((_, line)) = keys.get(key) {
+                tracing::info!(file = %name, line, key, "no metricsProvider.className: ZooKeeper's default provider has no endpoint, ignored");
+            }
+        }
+        return Ok(None);
+    };
+    match class.as_str() {
+        PROMETHEUS_PROVIDER => {}
+        "org.apache.zookeeper.metrics.impl.DefaultMetricsProvider" | "org.apache.zookeeper.metrics.impl.NullMetricsProvider" => {
+            return Ok(None)
+        }
+        other => {
+            return Err(line_err(
+                "metricsProvider.className",
+                format!("metrics provider {other:?} is not one zkr has (it serves {PROMETHEUS_PROVIDER})"),
+            ))
+        }
+    }
+    let host = match keys.get("metricsProvider.httpHost") {
+        None => IpAddr::from([0, 0, 0, 0]),
+        Some((v, _)) => v.parse().map_err(|_| {
+            line_err("metricsProvider.httpHost", format!("metricsProvider.httpHost must be an IP address, found {v:?}"))
+        })?,
+    };
+    let port = match keys.get("metricsProvider.httpPort") {
+        None => 7000,
+        Some((v, _)) => v.parse::<u16>().map_err(|_| {
+            line_err("metricsProvider.httpPort", format!("metricsProvider.httpPort must be a port number, found {v:?}"))
+        })?,
+    };
+    if let Some((v, line)) = keys.get("metricsProvider.exportJvmInfo") {
+        if v.eq_ignore_ascii_case("true") {
+            tracing::info!(file = %name, line, "metricsProvider.exportJvmInfo: zkr has no JVM; process_* series are exported instead of jvm_*");
+        }
+    }
+    Ok(Some(std::net::SocketAddr::new(host, port)))
+}
+
 fn read_file(p: &Path) -> Result<ZooCfg, ConfigError> {
     let name = p.display().to_string();
     let text = std::fs::read_to_string(p).map_err(|source| ConfigError::Read { file: name.clone(), source })?;
@@ -879,6 +948,21 @@ mod tests {
         assert!(!with_file("enforceQuota=yes\n", ServeArgs::default()).unwrap().enforce_quota, "Boolean.parseBoolean");
         let flag = ServeArgs { enforce_quota: Some(false), ..Default::default() };
         assert!(!with_file("enforceQuota=true\n", flag).unwrap().enforce_quota, "the flag wins");
+    }
+
+    #[test]
+    fn metrics_provider_keys() {
+        assert_eq!(with_file("", ServeArgs::default()).unwrap().metrics, None);
+        let cfg = format!("metricsProvider.className={PROMETHEUS_PROVIDER}\n");
+        assert_eq!(with_file(&cfg, ServeArgs::default()).unwrap().metrics, Some("0.0.0.0:7000".parse().unwrap()));
+        let cfg = format!("{cfg}metricsProvider.httpHost=127.0.0.1\nmetricsProvider.httpPort=7001\n");
+        assert_eq!(with_file(&cfg, ServeArgs::default()).unwrap().metrics, Some("127.0.0.1:7001".parse().unwrap()));
+        let flag = ServeArgs { metrics_port: Some(9), ..Default::default() };
+        assert_eq!(with_file(&cfg, flag).unwrap().metrics, Some("127.0.0.1:9".parse().unwrap()));
+        let e = with_file("metricsProvider.className=com.example.Foo\n", ServeArgs::default()).unwrap_err();
+        assert!(e.to_string().starts_with("zoo.cfg:1: metrics provider \"com.example.Foo\""), "{e}");
+        let e = with_file(&format!("{cfg}metricsProvider.httpPort=x\n"), ServeArgs::default()).unwrap_err();
+        assert!(e.to_string().contains("metricsProvider.httpPort must be a port number"), "{e}");
     }
 
     #[test]

@@ -385,6 +385,7 @@ const USED: &[&str] = &[
     "ssl.crl",
     "ssl.ocsp",
     "X509AuthenticationProvider.superUser",
+    "DigestAuthenticationProvider.superDigest",
     "superUser",
     "enforceQuota",
     "metricsProvider.className",
@@ -557,6 +558,8 @@ impl Config {
             }
             c.metrics = metrics_from_file(name, keys)?;
             tls_file = tls_from_file(name, keys)?;
+            // ZooKeeper turns this zoo.cfg key into zookeeper.DigestAuthenticationProvider.superDigest.
+            c.super_digest = keys.get("DigestAuthenticationProvider.superDigest").map(|(v, _)| v.clone());
             c.x509_super_user = keys.get("X509AuthenticationProvider.superUser").map(|(v, _)| v.clone());
             c.sasl_super_user = keys.get("superUser").map(|(v, _)| v.clone());
             for (k, (_, line)) in keys.iter() {
@@ -948,6 +951,15 @@ mod tests {
         assert!(!with_file("enforceQuota=yes\n", ServeArgs::default()).unwrap().enforce_quota, "Boolean.parseBoolean");
         let flag = ServeArgs { enforce_quota: Some(false), ..Default::default() };
         assert!(!with_file("enforceQuota=true\n", flag).unwrap().enforce_quota, "the flag wins");
+    }
+
+    #[test]
+    fn super_digest_from_zoo_cfg_as_zookeeper_turns_it_into_its_property() {
+        let c = with_file("DigestAuthenticationProvider.superDigest=super:abc=\n", ServeArgs::default()).unwrap();
+        assert_eq!(c.super_digest.as_deref(), Some("super:abc="));
+        let flag = ServeArgs { super_digest: Some("x:y".into()), ..Default::default() };
+        let c = with_file("DigestAuthenticationProvider.superDigest=super:abc=\n", flag).unwrap();
+        assert_eq!(c.super_digest.as_deref(), Some("x:y"), "the flag wins");
     }
 
     #[test]

@@ -962,6 +962,30 @@ mod tests {
         assert_eq!(c.super_digest.as_deref(), Some("x:y"), "the flag wins");
     }
 
+    /// docs/config.md lists every key zkr reads as honoured (so the page stays true when a key
+    /// is added to `USED`), and calls no key honoured that zkr does not read.
+    #[test]
+    fn docs_config_md_matches_the_keys_zkr_reads() {
+        let doc = include_str!("../docs/config.md");
+        let mut honoured = Vec::new();
+        for line in doc.lines().filter(|l| l.starts_with("| `")) {
+            let cells: Vec<&str> = line.split(" | ").collect();
+            let (Some(keys), Some(zkr)) = (cells.first(), cells.last()) else { continue };
+            let keys: Vec<&str> = keys.split('`').skip(1).step_by(2).collect();
+            if zkr.starts_with("honoured") {
+                honoured.extend(keys);
+            }
+        }
+        for key in USED {
+            assert!(honoured.contains(key), "{key} is read by zkr but docs/config.md does not list it as honoured");
+        }
+        for key in &honoured {
+            // server.N and myid are read by raft::members, not through USED.
+            let read = USED.contains(key) || ["server.N", "myid"].contains(key);
+            assert!(read, "docs/config.md says {key} is honoured but zkr does not read it");
+        }
+    }
+
     #[test]
     fn metrics_provider_keys() {
         assert_eq!(with_file("", ServeArgs::default()).unwrap().metrics, None);

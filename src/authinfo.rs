@@ -137,24 +137,39 @@ mod tests {
             .chain((1..=30).map(|i| format!("digest:user{i}:xyz{i}")))
             .collect();
         let cases: Vec<(Vec<String>, &str)> = vec![
-            (vec!["ip:127.0.0.1".into(), "digest:alice:h1".into(), "digest:bob:h2".into()],
-             "digest:alice:h1 digest:bob:h2 ip:127.0.0.1"),
-            (vec!["ip:10.0.0.7".into(), "super:".into(), "digest:root:abc".into()],
-             "digest:root:abc ip:10.0.0.7 super:"),
+            (
+                vec!["ip:127.0.0.1".into(), "digest:alice:h1".into(), "digest:bob:h2".into()],
+                "digest:alice:h1 digest:bob:h2 ip:127.0.0.1",
+            ),
+            (
+                vec!["ip:10.0.0.7".into(), "super:".into(), "digest:root:abc".into()],
+                "digest:root:abc ip:10.0.0.7 super:",
+            ),
             (vec!["ip:127.0.0.1".into(), "sasl:bob".into(), "super:".into()], "sasl:bob super: ip:127.0.0.1"),
-            (vec!["ip:127.0.0.1".into(), "x509:CN=bob,O=zkr".into(), "super:CN=bob,O=zkr".into()],
-             "x509:CN=bob,O=zkr ip:127.0.0.1 super:CN=bob,O=zkr"),
-            (many, "digest:u13:p digest:u14:p digest:u11:p digest:u12:p digest:u3:p digest:u2:p digest:u5:p \
-                    digest:u4:p digest:u7:p digest:u6:p digest:u10:p digest:u9:p digest:u8:p digest:u1:p"),
-            (more, "digest:user5:xyz5 digest:user14:xyz14 digest:user23:xyz23 digest:user2:xyz2 \
+            (
+                vec!["ip:127.0.0.1".into(), "x509:CN=bob,O=zkr".into(), "super:CN=bob,O=zkr".into()],
+                "x509:CN=bob,O=zkr ip:127.0.0.1 super:CN=bob,O=zkr",
+            ),
+            (
+                many,
+                "digest:u13:p digest:u14:p digest:u11:p digest:u12:p digest:u3:p digest:u2:p digest:u5:p \
+                    digest:u4:p digest:u7:p digest:u6:p digest:u10:p digest:u9:p digest:u8:p digest:u1:p",
+            ),
+            (
+                more,
+                "digest:user5:xyz5 digest:user14:xyz14 digest:user23:xyz23 digest:user2:xyz2 \
                     digest:user12:xyz12 digest:user16:xyz16 digest:user8:xyz8 ip:0:0:0:0:0:0:0:1 \
                     digest:user17:xyz17 digest:user28:xyz28 digest:user9:xyz9 digest:user3:xyz3 \
                     digest:user20:xyz20 digest:user6:xyz6 digest:user25:xyz25 digest:user19:xyz19 \
                     digest:user11:xyz11 digest:user22:xyz22 digest:user24:xyz24 digest:user13:xyz13 \
                     digest:user27:xyz27 digest:user10:xyz10 digest:user18:xyz18 digest:user26:xyz26 \
                     digest:user30:xyz30 digest:user29:xyz29 digest:user21:xyz21 digest:user7:xyz7 \
-                    digest:user1:xyz1 digest:user15:xyz15 digest:user4:xyz4"),
-            (vec!["ip:127.0.0.1".into(), "digest:\u{e9}t\u{e9}:\u{fc}".into()], "digest:\u{e9}t\u{e9}:\u{fc} ip:127.0.0.1"),
+                    digest:user1:xyz1 digest:user15:xyz15 digest:user4:xyz4",
+            ),
+            (
+                vec!["ip:127.0.0.1".into(), "digest:\u{e9}t\u{e9}:\u{fc}".into()],
+                "digest:\u{e9}t\u{e9}:\u{fc} ip:127.0.0.1",
+            ),
         ];
         for (added, want) in cases {
             let ids = from_added(added.iter().map(|s| parse(s)));

@@ -887,9 +887,8 @@ fn metrics_from_file(name: &str, keys: &CfgKeys) -> Result<Option<std::net::Sock
     };
     match class.as_str() {
         PROMETHEUS_PROVIDER => {}
-        "org.apache.zookeeper.metrics.impl.DefaultMetricsProvider" | "org.apache.zookeeper.metrics.impl.NullMetricsProvider" => {
-            return Ok(None)
-        }
+        "org.apache.zookeeper.metrics.impl.DefaultMetricsProvider"
+        | "org.apache.zookeeper.metrics.impl.NullMetricsProvider" => return Ok(None),
         other => {
             return Err(line_err(
                 "metricsProvider.className",

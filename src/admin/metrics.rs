@@ -110,16 +110,22 @@ fn rest_of_mntr(out: &mut String, mntr: &[(&str, Value)], done: &[&str]) {
             continue;
         }
         let kind = if ZK_GAUGES.contains(k) { "gauge" } else { "counter" };
-        let _ = writeln!(out, "# HELP {k} {k} (as mntr reports it)
+        let _ = writeln!(
+            out,
+            "# HELP {k} {k} (as mntr reports it)
 # TYPE {k} {kind}
-{k} {x}");
+{k} {x}"
+        );
     }
     let get = |k: String| mntr.iter().find(|(n, _)| *n == k).and_then(|(_, v)| number(v));
     for base in summaries {
         let count = get(format!("cnt_{base}")).unwrap_or(0.0);
         let sum = get(format!("sum_{base}")).unwrap_or(0.0);
-        let _ = writeln!(out, "# HELP {base} {base} (as mntr reports it)
-# TYPE {base} summary");
+        let _ = writeln!(
+            out,
+            "# HELP {base} {base} (as mntr reports it)
+# TYPE {base} summary"
+        );
         // ZooKeeper's summaries report NaN quantiles until they have a value.
         match get(format!("p50_{base}")) {
             _ if count == 0.0 => {
@@ -146,15 +152,23 @@ fn process(out: &mut String, mntr: &[(&str, Value)]) {
     // clock ticks per second and page size: the values every Linux build zkr runs on uses.
     const TICKS: f64 = 100.0;
     const PAGE: f64 = 4096.0;
-    let boot = std::fs::read_to_string("/proc/stat").ok().and_then(|s| {
-        s.lines().find_map(|l| l.strip_prefix("btime ").and_then(|v| v.trim().parse::<f64>().ok()))
-    });
+    let boot = std::fs::read_to_string("/proc/stat")
+        .ok()
+        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("btime ").and_then(|v| v.trim().parse::<f64>().ok())));
     let get = |k: &str| mntr.iter().find(|(n, _)| *n == k).and_then(|(_, v)| number(v));
     let series = [
-        ("process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.",
-            field(14).zip(field(15)).map(|(u, s)| (u + s) / TICKS)),
-        ("process_start_time_seconds", "gauge", "Start time of the process since unix epoch in seconds.",
-            field(22).zip(boot).map(|(start, boot)| boot + start / TICKS)),
+        (
+            "process_cpu_seconds_total",
+            "counter",
+            "Total user and system CPU time spent in seconds.",
+            field(14).zip(field(15)).map(|(u, s)| (u + s) / TICKS),
+        ),
+        (
+            "process_start_time_seconds",
+            "gauge",
+            "Start time of the process since unix epoch in seconds.",
+            field(22).zip(boot).map(|(start, boot)| boot + start / TICKS),
+        ),
         ("process_open_fds", "gauge", "Number of open file descriptors.", get("open_file_descriptor_count")),
         ("process_max_fds", "gauge", "Maximum number of open file descriptors.", get("max_file_descriptor_count")),
         ("process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.", field(23)),
@@ -185,7 +199,14 @@ pub async fn render(ops: &Ops) -> String {
         let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}", get(name));
     }
     let s = &ops.stats;
-    summary(&mut out, "readlatency", "Read request latency, ms", &s.read_latency.stats, Some(&s.read_latency.sample), None);
+    summary(
+        &mut out,
+        "readlatency",
+        "Read request latency, ms",
+        &s.read_latency.stats,
+        Some(&s.read_latency.sample),
+        None,
+    );
     summary(
         &mut out,
         "updatelatency",

@@ -224,7 +224,11 @@ pub fn parse(specs: &[OptSpec], words: &[String]) -> Result<Parsed, OptError> {
 }
 
 /// `parse` with an `OptionGroup` among the options (`checkRequiredOptions` runs last).
-pub fn parse_with_group<'a>(specs: &'a [OptSpec], group: Option<Group<'a>>, words: &[String]) -> Result<Parsed, OptError> {
+pub fn parse_with_group<'a>(
+    specs: &'a [OptSpec],
+    group: Option<Group<'a>>,
+    words: &[String],
+) -> Result<Parsed, OptError> {
     let mut p = Parser { specs, out: Parsed::default(), pending: None, group, selected: None };
     let mut verbatim = false;
     for token in words {

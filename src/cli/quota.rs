@@ -3,11 +3,11 @@
 //! `DelQuotaCommand.delQuota` (the client writes the quota nodes; the server keeps the stats),
 //! and the same messages on the same streams.
 
+use super::conn::Call;
 use super::error::CliError;
 use super::exec::{check_path, Exec, Result};
 use crate::proto::{Acl, CreateRequest, ErrorCode, OpCode, RequestBody, Response};
 use crate::tree::quota::{self, StatsTrack, BYTES, BYTES_HARD, COUNT, COUNT_HARD, QUOTA_ROOT};
-use super::conn::Call;
 
 /// The StatsTrack key an option letter sets.
 fn key_of(limit: char) -> &'static str {
@@ -182,7 +182,8 @@ impl Exec<'_, '_> {
     /// `SetQuotaCommand.checkQuota`: warnings on stdout when a limit is already exceeded.
     fn warn_below(&mut self, limits: &StatsTrack, stats: &StatsTrack) {
         let below = |soft: &str, hard: &str, current: i64| {
-            (limits.get(soft) > -1 && limits.get(soft) < current) || (limits.get(hard) > -1 && limits.get(hard) < current)
+            (limits.get(soft) > -1 && limits.get(soft) < current)
+                || (limits.get(hard) > -1 && limits.get(hard) < current)
         };
         if below(COUNT, COUNT_HARD, stats.get(COUNT)) {
             self.term.outln(&format!(

@@ -46,7 +46,12 @@ impl Pending<'_> {
             return r.clone();
         }
         let n = self.tree.get(key)?;
-        Some(Rec { stat: n.stat, child_count: n.child_count() as i32, acl: n.acl.clone(), data_len: n.data_len().into() })
+        Some(Rec {
+            stat: n.stat,
+            child_count: n.child_count() as i32,
+            acl: n.acl.clone(),
+            data_len: n.data_len().into(),
+        })
     }
 
     fn set(&mut self, p: &str, r: Option<Rec>) {

@@ -153,7 +153,10 @@ impl DataTree {
             return Vec::new();
         }
         let parts: Vec<&str> = components(path).collect();
-        (1..=parts.len()).map(|n| format!("/{}", parts[..n].join("/"))).filter(|k| self.quota_roots.contains(k)).collect()
+        (1..=parts.len())
+            .map(|n| format!("/{}", parts[..n].join("/")))
+            .filter(|k| self.quota_roots.contains(k))
+            .collect()
     }
 
     /// The quota roots (ZooKeeper's trie of paths with the property set), for tests and tools.

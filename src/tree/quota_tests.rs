@@ -169,5 +169,8 @@ fn setup_quota_rebuilds_roots_and_recounts_after_a_restore() {
     copy.set_stats_data(&stat_path("/q"), "count=99,bytes=99".into());
     copy.setup_quota();
     assert_eq!(copy.quota_roots().collect::<Vec<_>>(), vec!["/q"]);
-    assert_eq!(String::from_utf8_lossy(copy.get(&stat_path("/q")).and_then(|n| n.data.as_deref()).unwrap()), "count=2,bytes=5");
+    assert_eq!(
+        String::from_utf8_lossy(copy.get(&stat_path("/q")).and_then(|n| n.data.as_deref()).unwrap()),
+        "count=2,bytes=5"
+    );
 }

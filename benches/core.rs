@@ -234,7 +234,7 @@ struct Tree {
 impl Tree {
     fn op(&mut self, op: MultiOp) {
         self.zxid += 1;
-        let ctx = prep::PrepCtx { session: 1, ids: &[], ttl_enabled: true };
+        let ctx = prep::PrepCtx { session: 1, ids: &[], ttl_enabled: true, enforce_quota: false };
         let txn = prep::prepare(&self.t, &ctx, &op);
         self.changes.clear();
         black_box(self.t.apply(&Txn { zxid: self.zxid, time: 0, session: 1, op: txn }, &mut self.changes));

@@ -12,7 +12,7 @@ echo "== installing test dependencies (apt-get)"
 $SUDO apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq \
   zookeeper zookeeper-bin libzookeeper-java python3-kazoo netcat-openbsd \
-  libnetty-java python3-pure-sasl openssl >/dev/null
+  libnetty-java python3-pure-sasl openssl prometheus maven >/dev/null
 
 echo "== cargo build --release"
 cargo build --release --locked
@@ -44,6 +44,8 @@ suite import "import-zookeeper: data written by Debian's ZooKeeper, imported, co
 suite restart "Java-client session across zkr restarts" bash tests/interop/restart/run.sh
 suite dubboview "zkr dubbo: CLI tables/--json against zkr and Debian ZooKeeper, web page in headless Chromium" bash tests/interop/dubboview/run.sh
 suite ops "operations: four-letter words, AdminServer, /metrics, JSON logs, SIGTERM (vs ZooKeeper 3.8; go-zookeeper, zktop, collectd)" bash tests/interop/ops/run.sh
+suite metrics "Prometheus metrics where scrapers look: metricsProvider.httpPort, a real Prometheus scraping Debian ZooKeeper (its PrometheusMetricsProvider) and zkr side by side" bash tests/interop/metrics/run.sh
+suite config "zoo.cfg keys as docs/config.md says: Debian's shipped zoo.cfg and every documented key at its default start both servers; zkr logs exactly the keys called ignored" bash tests/interop/config/run.sh
 suite dubbo "Dubbo interop: unmodified Dubbo 3.3 and 3.2 (Maven Central) vs Debian ZooKeeper and zkr" bash tests/interop/dubbo/run.sh
 suite clients "other ecosystems' clients (kazoo recipes + kazoo's own tests, Go, Node, C cli_mt), zkr vs ZooKeeper" bash tests/interop/clients/run.sh
 suite hostile "hostile input: ACL matrix vs Debian ZooKeeper (limits, garbage, fuzzing run in cargo test)" bash tests/interop/hostile/run.sh

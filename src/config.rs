@@ -87,6 +87,14 @@ pub struct ServeArgs {
     /// Serve the AdminServer at all (zoo.cfg admin.enableServer, default true).
     #[arg(long)]
     pub admin_enable: Option<bool>,
+    /// Refuse creates and setData that cross a hard quota limit with QuotaExceeded
+    /// (zoo.cfg enforceQuota, ZooKeeper's zookeeper.enforceQuota; default false).
+    #[arg(long)]
+    pub enforce_quota: Option<bool>,
+    /// Serve Prometheus metrics at http://ADDR:PORT/metrics, as ZooKeeper's
+    /// PrometheusMetricsProvider does (zoo.cfg metricsProvider.httpHost/httpPort; default off).
+    #[arg(long)]
+    pub metrics_port: Option<u16>,
     /// A ZooKeeper zoo.cfg to read.
     #[arg(long)]
     pub config: Option<PathBuf>,
@@ -287,6 +295,11 @@ pub struct Config {
     pub sasl_super_user: Option<String>,
     /// The ensemble this server is a member of; `None` standalone.
     pub ensemble: Option<crate::raft::members::Ensemble>,
+    /// Hard quota limits refuse writes (zoo.cfg enforceQuota; off by default, as in ZooKeeper).
+    pub enforce_quota: bool,
+    /// Where Prometheus metrics are served (`metricsProvider.className` =
+    /// ZooKeeper's PrometheusMetricsProvider, `metricsProvider.httpHost`/`httpPort`).
+    pub metrics: Option<std::net::SocketAddr>,
 }
 
 impl Default for Config {
@@ -322,6 +335,8 @@ impl Default for Config {
             sasl_users: None,
             sasl_super_user: None,
             ensemble: None,
+            enforce_quota: false,
+            metrics: None,
         }
     }
 }
@@ -370,8 +385,17 @@ const USED: &[&str] = &[
     "ssl.crl",
     "ssl.ocsp",
     "X509AuthenticationProvider.superUser",
+    "DigestAuthenticationProvider.superDigest",
     "superUser",
+    "enforceQuota",
+    "metricsProvider.className",
+    "metricsProvider.httpHost",
+    "metricsProvider.httpPort",
+    "metricsProvider.exportJvmInfo",
 ];
+
+/// `metricsProvider.className` of ZooKeeper's Prometheus exporter, the one zkr stands in for.
+pub const PROMETHEUS_PROVIDER: &str = "org.apache.zookeeper.metrics.prometheus.PrometheusMetricsProvider";
 
 /// zoo.cfg keys with their values and line numbers.
 pub type CfgKeys = BTreeMap<String, (String, usize)>;
@@ -528,7 +552,14 @@ impl Config {
             if let Some(v) = num("admin.serverPort")? {
                 c.admin_port = range("admin.serverPort", v, 0, 65535)? as u16;
             }
+            if let Some((v, _)) = keys.get("enforceQuota") {
+                // Boolean.parseBoolean(System.getProperty("zookeeper.enforceQuota")).
+                c.enforce_quota = v.eq_ignore_ascii_case("true");
+            }
+            c.metrics = metrics_from_file(name, keys)?;
             tls_file = tls_from_file(name, keys)?;
+            // ZooKeeper turns this zoo.cfg key into zookeeper.DigestAuthenticationProvider.superDigest.
+            c.super_digest = keys.get("DigestAuthenticationProvider.superDigest").map(|(v, _)| v.clone());
             c.x509_super_user = keys.get("X509AuthenticationProvider.superUser").map(|(v, _)| v.clone());
             c.sasl_super_user = keys.get("superUser").map(|(v, _)| v.clone());
             for (k, (_, line)) in keys.iter() {
@@ -536,6 +567,13 @@ impl Config {
                     tracing::info!(file = %name, line, key = %k, "zoo.cfg key not used by zkr, ignored");
                 }
             }
+        }
+        if let Some(v) = args.enforce_quota {
+            c.enforce_quota = v;
+        }
+        if let Some(port) = args.metrics_port {
+            let host = c.metrics.map_or(IpAddr::from([0, 0, 0, 0]), |a| a.ip());
+            c.metrics = Some(std::net::SocketAddr::new(host, port));
         }
         if let Some(v) = args.port {
             c.port = v;
@@ -846,6 +884,55 @@ fn tls_settings(args: &ServeArgs, file: TlsFromFile, plain_bind: IpAddr) -> Resu
     }))
 }
 
+/// The metrics endpoint zoo.cfg asks for. ZooKeeper 3.8 loads `metricsProvider.className` (its
+/// default is the NullMetricsProvider, no endpoint); zkr serves the Prometheus one itself, on
+/// `metricsProvider.httpHost` (0.0.0.0) and `metricsProvider.httpPort` (7000), and refuses any
+/// other class, which it cannot load.
+fn metrics_from_file(name: &str, keys: &CfgKeys) -> Result<Option<std::net::SocketAddr>, ConfigError> {
+    let line_err = |key: &str, reason: String| ConfigError::Line {
+        file: name.to_owned(),
+        line: keys.get(key).map_or(0, |(_, l)| *l),
+        reason,
+    };
+    let Some((class, _)) = keys.get("metricsProvider.className") else {
+        for key in ["metricsProvider.httpHost", "metricsProvider.httpPort", "metricsProvider.exportJvmInfo"] {
+            if let Some((_, line)) = keys.get(key) {
+                tracing::info!(file = %name, line, key, "no metricsProvider.className: ZooKeeper's default provider has no endpoint, ignored");
+            }
+        }
+        return Ok(None);
+    };
+    match class.as_str() {
+        PROMETHEUS_PROVIDER => {}
+        "org.apache.zookeeper.metrics.impl.DefaultMetricsProvider"
+        | "org.apache.zookeeper.metrics.impl.NullMetricsProvider" => return Ok(None),
+        other => {
+            return Err(line_err(
+                "metricsProvider.className",
+                format!("metrics provider {other:?} is not one zkr has (it serves {PROMETHEUS_PROVIDER})"),
+            ))
+        }
+    }
+    let host = match keys.get("metricsProvider.httpHost") {
+        None => IpAddr::from([0, 0, 0, 0]),
+        Some((v, _)) => v.parse().map_err(|_| {
+            line_err("metricsProvider.httpHost", format!("metricsProvider.httpHost must be an IP address, found {v:?}"))
+        })?,
+    };
+    let port = match keys.get("metricsProvider.httpPort") {
+        None => 7000,
+        Some((v, _)) => v.parse::<u16>().map_err(|_| {
+            line_err("metricsProvider.httpPort", format!("metricsProvider.httpPort must be a port number, found {v:?}"))
+        })?,
+    };
+    if let Some((v, line)) = keys.get("metricsProvider.exportJvmInfo") {
+        if v.eq_ignore_ascii_case("true") {
+            tracing::info!(file = %name, line, "metricsProvider.exportJvmInfo: zkr has no JVM; process_* series are exported instead of jvm_*");
+        }
+    }
+    Ok(Some(std::net::SocketAddr::new(host, port)))
+}
+
 fn read_file(p: &Path) -> Result<ZooCfg, ConfigError> {
     let name = p.display().to_string();
     let text = std::fs::read_to_string(p).map_err(|source| ConfigError::Read { file: name.clone(), source })?;
@@ -871,6 +958,63 @@ mod tests {
         );
         assert_eq!((c.max_client_cnxns, c.max_frame), (60, 1_048_575));
         assert_eq!((c.admin_enabled, c.admin_port), (true, 8080));
+    }
+
+    #[test]
+    fn enforce_quota_as_java_parses_it() {
+        assert!(!with_file("", ServeArgs::default()).unwrap().enforce_quota, "off by default, as in ZooKeeper");
+        assert!(with_file("enforceQuota=TRUE\n", ServeArgs::default()).unwrap().enforce_quota);
+        assert!(!with_file("enforceQuota=yes\n", ServeArgs::default()).unwrap().enforce_quota, "Boolean.parseBoolean");
+        let flag = ServeArgs { enforce_quota: Some(false), ..Default::default() };
+        assert!(!with_file("enforceQuota=true\n", flag).unwrap().enforce_quota, "the flag wins");
+    }
+
+    #[test]
+    fn super_digest_from_zoo_cfg_as_zookeeper_turns_it_into_its_property() {
+        let c = with_file("DigestAuthenticationProvider.superDigest=super:abc=\n", ServeArgs::default()).unwrap();
+        assert_eq!(c.super_digest.as_deref(), Some("super:abc="));
+        let flag = ServeArgs { super_digest: Some("x:y".into()), ..Default::default() };
+        let c = with_file("DigestAuthenticationProvider.superDigest=super:abc=\n", flag).unwrap();
+        assert_eq!(c.super_digest.as_deref(), Some("x:y"), "the flag wins");
+    }
+
+    /// docs/config.md lists every key zkr reads as honoured (so the page stays true when a key
+    /// is added to `USED`), and calls no key honoured that zkr does not read.
+    #[test]
+    fn docs_config_md_matches_the_keys_zkr_reads() {
+        let doc = include_str!("../docs/config.md");
+        let mut honoured = Vec::new();
+        for line in doc.lines().filter(|l| l.starts_with("| `")) {
+            let cells: Vec<&str> = line.split(" | ").collect();
+            let (Some(keys), Some(zkr)) = (cells.first(), cells.last()) else { continue };
+            let keys: Vec<&str> = keys.split('`').skip(1).step_by(2).collect();
+            if zkr.starts_with("honoured") {
+                honoured.extend(keys);
+            }
+        }
+        for key in USED {
+            assert!(honoured.contains(key), "{key} is read by zkr but docs/config.md does not list it as honoured");
+        }
+        for key in &honoured {
+            // server.N and myid are read by raft::members, not through USED.
+            let read = USED.contains(key) || ["server.N", "myid"].contains(key);
+            assert!(read, "docs/config.md says {key} is honoured but zkr does not read it");
+        }
+    }
+
+    #[test]
+    fn metrics_provider_keys() {
+        assert_eq!(with_file("", ServeArgs::default()).unwrap().metrics, None);
+        let cfg = format!("metricsProvider.className={PROMETHEUS_PROVIDER}\n");
+        assert_eq!(with_file(&cfg, ServeArgs::default()).unwrap().metrics, Some("0.0.0.0:7000".parse().unwrap()));
+        let cfg = format!("{cfg}metricsProvider.httpHost=127.0.0.1\nmetricsProvider.httpPort=7001\n");
+        assert_eq!(with_file(&cfg, ServeArgs::default()).unwrap().metrics, Some("127.0.0.1:7001".parse().unwrap()));
+        let flag = ServeArgs { metrics_port: Some(9), ..Default::default() };
+        assert_eq!(with_file(&cfg, flag).unwrap().metrics, Some("127.0.0.1:9".parse().unwrap()));
+        let e = with_file("metricsProvider.className=com.example.Foo\n", ServeArgs::default()).unwrap_err();
+        assert!(e.to_string().starts_with("zoo.cfg:1: metrics provider \"com.example.Foo\""), "{e}");
+        let e = with_file(&format!("{cfg}metricsProvider.httpPort=x\n"), ServeArgs::default()).unwrap_err();
+        assert!(e.to_string().contains("metricsProvider.httpPort must be a port number"), "{e}");
     }
 
     #[test]

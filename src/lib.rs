@@ -14,6 +14,7 @@
 #![forbid(unsafe_code)]
 
 pub mod admin;
+pub mod authinfo;
 pub mod bench;
 pub mod cli;
 pub mod codec;

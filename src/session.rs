@@ -23,7 +23,8 @@ pub struct Session {
     pub timeout_ms: i32,
     /// The connection currently attached, if any.
     pub conn: Option<ConnId>,
-    /// Identities for ACL checks: `ip:<addr>` plus whatever auth packets added.
+    /// Identities for ACL checks: `ip:<addr>` plus whatever auth packets added, in the order
+    /// ZooKeeper's auth set lists them (`authinfo::add`).
     pub ids: Vec<Id>,
 }
 

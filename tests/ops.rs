@@ -73,7 +73,8 @@ async fn counters_move_and_reset() {
     let lines: Vec<&str> = srvr.lines().collect();
     assert_eq!(lines.len(), 9, "{srvr}");
     assert!(lines[1].starts_with("Latency min/avg/max: "), "{srvr}");
-    assert!(srvr.contains("\nZxid: 0x6\nMode: standalone\nNode count: 9\n"), "{srvr}");
+    // 4 system nodes + 5, and the root once more, as ZooKeeper counts it.
+    assert!(srvr.contains("\nZxid: 0x6\nMode: standalone\nNode count: 10\n"), "{srvr}");
     let received: u64 = lines[2].trim_start_matches("Received: ").parse().unwrap();
     assert!(received >= 6, "handshake + 5 creates: {srvr}");
 
@@ -99,7 +100,7 @@ async fn counters_move_and_reset() {
     let mntr = word(&addr, "mntr").await;
     let keys: Vec<&str> = mntr.lines().map(|l| l.split('\t').next().unwrap()).collect();
     assert_eq!(&keys[..3], ["zk_version", "zk_server_state", "zk_ephemerals_count"]);
-    assert!(mntr.contains("\nzk_znode_count\t9\n"), "{mntr}");
+    assert!(mntr.contains("\nzk_znode_count\t10\n"), "{mntr}");
     assert!(mntr.contains("\nzk_global_sessions\t1\n"), "{mntr}");
     drop(c);
     server.shutdown().await;
@@ -150,7 +151,7 @@ async fn metrics_count_requests_per_op() {
     assert!(head.contains("text/plain"), "{head}");
     assert!(body.contains("\nzkr_request_latency_seconds_count{op=\"create\"} 3\n"), "{body}");
     assert!(body.contains("\nzkr_request_latency_seconds_bucket{op=\"create\",le=\"+Inf\"} 3\n"), "{body}");
-    assert!(body.contains("# TYPE znode_count gauge\nznode_count 7\n"), "{body}");
+    assert!(body.contains("# TYPE znode_count gauge\nznode_count 8\n"), "{body}");
     assert!(body.contains("# TYPE fsynctime summary\n"), "{body}");
     drop(c);
     server.shutdown().await;
@@ -165,5 +166,34 @@ async fn a_taken_admin_port_is_logged_and_clients_are_served() {
     assert_eq!(word(&addr, "ruok").await, "imok");
     let (_c, resp) = Raw::connect(&addr, 10_000).await;
     assert_ne!(resp.session_id, 0);
+    server.shutdown().await;
+}
+
+/// zoo.cfg's `metricsProvider.*` (ZooKeeper's PrometheusMetricsProvider): `/metrics` on its own
+/// port with ZooKeeper's names, `/` 404 as ZooKeeper 3.8's Jetty servlet mapping answers.
+#[tokio::test]
+async fn prometheus_metrics_provider_port() {
+    let metrics = Some(std::net::SocketAddr::from(([127, 0, 0, 1], 0)));
+    let (server, addr) = common::start_with(zkr::config::Config { metrics, ..all_words() }).await;
+    let port = server.metrics_addr().expect("metrics port bound");
+    let (mut c, _) = Raw::connect(&addr, 10_000).await;
+    c.call(&create(1, "/p")).await;
+    let (head, body) = http_get(port, "/metrics").await;
+    assert!(head.starts_with("HTTP/1.1 200") && head.contains("text/plain"), "{head}");
+    for series in [
+        "\nznode_count 6\n",
+        "\nglobal_sessions 1\n",
+        "\nconnection_request_count ",
+        "\nelection_time{quantile=\"0.5\"} NaN\n",
+        "\nelection_time_count 0\n",
+        "\nmax_latency ",
+        "\nprocess_resident_memory_bytes ",
+    ] {
+        assert!(body.contains(series), "{series:?} in {body}");
+    }
+    assert!(!body.contains("\nlatency_count"), "max_latency is a scalar, not a summary part");
+    let (head, _) = http_get(port, "/").await;
+    assert!(head.starts_with("HTTP/1.1 404"), "{head}");
+    drop(c);
     server.shutdown().await;
 }

@@ -411,7 +411,7 @@ pub fn run(ops: &[Op]) {
         match op {
             Op::Single { session, sub } => {
                 let sid = sessions[*session];
-                let ctx = prep::PrepCtx { session: sid, ids: &[], ttl_enabled: true };
+                let ctx = prep::PrepCtx { session: sid, ids: &[], ttl_enabled: true, enforce_quota: false };
                 let txn = prep::prepare(&tree, &ctx, &to_request(sub));
                 let got = apply(&mut tree, sid, txn);
                 let want = model.sub(sub, sid, zxid);
@@ -424,7 +424,7 @@ pub fn run(ops: &[Op]) {
             }
             Op::Multi { session, subs } => {
                 let sid = sessions[*session];
-                let ctx = prep::PrepCtx { session: sid, ids: &[], ttl_enabled: true };
+                let ctx = prep::PrepCtx { session: sid, ids: &[], ttl_enabled: true, enforce_quota: false };
                 let reqs: Vec<MultiOp> = subs.iter().map(to_request).collect();
                 let txn = prep::prepare_multi(&tree, &ctx, &reqs);
                 let got = match apply(&mut tree, sid, txn) {

@@ -50,6 +50,28 @@ pub async fn serve(app: Router, addr: SocketAddr, shutdown: CancellationToken) -
     Some(bound)
 }
 
+/// ZooKeeper's PrometheusMetricsProvider endpoint (`metricsProvider.httpHost:httpPort`): only
+/// `/metrics`, the path its Jetty servlet is mapped to (anything else is 404, as there).
+pub async fn serve_metrics(ops: Arc<Ops>, addr: SocketAddr, shutdown: CancellationToken) -> Option<SocketAddr> {
+    let app = Router::new().route("/metrics", get(metrics)).with_state(ops);
+    let listener = match tokio::net::TcpListener::bind(addr).await {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::warn!(%addr, "cannot serve Prometheus metrics (metricsProvider.httpPort), continuing without: {e}");
+            return None;
+        }
+    };
+    let bound = listener.local_addr().ok()?;
+    tracing::info!(addr = %bound, "serving Prometheus /metrics (metricsProvider)");
+    tokio::spawn(async move {
+        let served = axum::serve(listener, app).with_graceful_shutdown(async move { shutdown.cancelled().await }).await;
+        if let Err(e) = served {
+            tracing::warn!("metrics endpoint stopped: {e}");
+        }
+    });
+    Some(bound)
+}
+
 /// `/commands`: one link per command, as ZooKeeper's CommandListServlet lists them.
 async fn index() -> Html<String> {
     let mut out = String::new();

@@ -53,6 +53,28 @@ pub enum OptError {
     Unrecognized(String),
     #[error("org.apache.commons.cli.MissingArgumentException: Missing argument for option: {0}")]
     MissingArgument(char),
+    /// A second option of an `OptionGroup` (`OptionGroup.setSelected`).
+    #[error("org.apache.commons.cli.AlreadySelectedException: The option '{option}' was specified but an option from this group has already been selected: '{selected}'")]
+    AlreadySelected { option: char, selected: char },
+    /// A required `OptionGroup` with none of its options; the text is the group's `toString`.
+    #[error("org.apache.commons.cli.MissingOptionException: Missing required option: {0}")]
+    MissingGroup(String),
+}
+
+/// An `OptionGroup`: at most one of its options may be given; `required` needs one.
+#[derive(Debug, Clone, Copy)]
+pub struct Group<'a> {
+    /// Each option with its description, in the order they were added to the group.
+    pub options: &'a [(char, &'a str)],
+    pub required: bool,
+}
+
+impl Group<'_> {
+    /// `OptionGroup.toString`: `[-n num soft quota, -b bytes soft quota]`.
+    fn describe(&self) -> String {
+        let items: Vec<String> = self.options.iter().map(|(c, d)| format!("-{c} {d}")).collect();
+        format!("[{}]", items.join(", "))
+    }
 }
 
 /// The result of `DefaultParser.parse`: options in order of appearance and the other words.
@@ -101,6 +123,9 @@ struct Parser<'a> {
     out: Parsed,
     /// The option still waiting for its value (index into `out.opts`).
     pending: Option<usize>,
+    group: Option<Group<'a>>,
+    /// The group's option given so far.
+    selected: Option<char>,
 }
 
 impl Parser<'_> {
@@ -126,6 +151,14 @@ impl Parser<'_> {
 
     fn handle_option(&mut self, spec: OptSpec) -> Result<(), OptError> {
         self.check_required()?;
+        if self.group.is_some_and(|g| g.options.iter().any(|(c, _)| *c == spec.name)) {
+            match self.selected {
+                Some(sel) if sel != spec.name => {
+                    return Err(OptError::AlreadySelected { option: spec.name, selected: sel })
+                }
+                _ => self.selected = Some(spec.name),
+            }
+        }
         self.out.opts.push((spec.name, None));
         self.pending = spec.takes_arg.then(|| self.out.opts.len() - 1);
         Ok(())
@@ -187,7 +220,16 @@ impl Parser<'_> {
 /// `new DefaultParser().parse(options, words)`; `words` include the command name, which
 /// becomes `args[0]` as in zkCli.
 pub fn parse(specs: &[OptSpec], words: &[String]) -> Result<Parsed, OptError> {
-    let mut p = Parser { specs, out: Parsed::default(), pending: None };
+    parse_with_group(specs, None, words)
+}
+
+/// `parse` with an `OptionGroup` among the options (`checkRequiredOptions` runs last).
+pub fn parse_with_group<'a>(
+    specs: &'a [OptSpec],
+    group: Option<Group<'a>>,
+    words: &[String],
+) -> Result<Parsed, OptError> {
+    let mut p = Parser { specs, out: Parsed::default(), pending: None, group, selected: None };
     let mut verbatim = false;
     for token in words {
         if verbatim {
@@ -205,6 +247,9 @@ pub fn parse(specs: &[OptSpec], words: &[String]) -> Result<Parsed, OptError> {
         }
     }
     p.check_required()?;
+    if let Some(g) = p.group.filter(|g| g.required && p.selected.is_none()) {
+        return Err(OptError::MissingGroup(g.describe()));
+    }
     Ok(p.out)
 }
 

@@ -159,9 +159,27 @@ pub enum Command {
     },
     Version,
     Close,
-    /// Known to zkCli but not implemented by `zkr cli` (quotas, reconfig).
+    /// `setquota -n|-b|-N|-B val path`: the option letter and its value (parsed at execution).
+    SetQuota {
+        path: String,
+        limit: char,
+        value: String,
+    },
+    ListQuota {
+        path: String,
+    },
+    /// `delquota [-n|-b|-N|-B] path`: without an option the whole quota goes.
+    DelQuota {
+        path: String,
+        limit: Option<char>,
+    },
+    /// Known to zkCli but not implemented by `zkr cli` (reconfig).
     Unsupported(String),
 }
+
+/// The option group of `setquota` and `delquota`, in the order zkCli adds the options.
+const QUOTA_GROUP: &[(char, &str)] =
+    &[('n', "num soft quota"), ('b', "bytes soft quota"), ('N', "num hard quota"), ('B', "bytes hard quota")];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Create {
@@ -354,6 +372,26 @@ pub fn parse(words: &[String], mode: &mut AddWatchMode, term: &mut Term) -> Resu
             let p = opts(&[flag('s'), flag('w'), flag('c')], words)?;
             Command::Config { client: p.has('c'), watch: p.has('w'), stat: p.has('s') }
         }
+        "setquota" => {
+            const S: &[OptSpec] = &[with_arg('n'), with_arg('b'), with_arg('N'), with_arg('B')];
+            let group = cmdline::Group { options: QUOTA_GROUP, required: true };
+            let p = cmdline::parse_with_group(S, Some(group), words).map_err(|e| CliError::Parse(e.to_string()))?;
+            need(&p, 2, name)?;
+            let limit = QUOTA_GROUP.iter().map(|(c, _)| *c).find(|c| p.has(*c)).unwrap_or('n');
+            Command::SetQuota { path: path1(&p), limit, value: p.value(limit).unwrap_or_default().to_string() }
+        }
+        "listquota" => {
+            let p = opts(&[], words)?;
+            need(&p, 2, name)?;
+            Command::ListQuota { path: path1(&p) }
+        }
+        "delquota" => {
+            const S: &[OptSpec] = &[flag('n'), flag('b'), flag('N'), flag('B')];
+            let group = cmdline::Group { options: QUOTA_GROUP, required: false };
+            let p = cmdline::parse_with_group(S, Some(group), words).map_err(|e| CliError::Parse(e.to_string()))?;
+            need(&p, 2, name)?;
+            Command::DelQuota { path: path1(&p), limit: QUOTA_GROUP.iter().map(|(c, _)| *c).find(|c| p.has(*c)) }
+        }
         "version" => {
             let p = opts(&[], words)?;
             if p.args.len() > 1 {
@@ -405,6 +443,30 @@ mod tests {
         assert!(matches!(run("addWatch /b", &mut m).0, Ok(Command::AddWatch { mode: AddWatchMode::Persistent, .. })));
         assert!(run("addWatch -m foo /b", &mut m).0.is_err());
         assert!(run("addWatch /a /b", &mut m).0.is_err());
+    }
+
+    #[test]
+    fn quota_options_follow_commons_cli_option_groups() {
+        let mut m = AddWatchMode::PersistentRecursive;
+        assert_eq!(
+            run("setquota -N 4 /a", &mut m).0,
+            Ok(Command::SetQuota { path: "/a".into(), limit: 'N', value: "4".into() })
+        );
+        assert_eq!(
+            run("setquota /a", &mut m).0.unwrap_err().to_string(),
+            "org.apache.commons.cli.MissingOptionException: Missing required option: \
+             [-n num soft quota, -b bytes soft quota, -N num hard quota, -B bytes hard quota]"
+        );
+        assert_eq!(
+            run("setquota -n 1 -b 2 /a", &mut m).0.unwrap_err().to_string(),
+            "org.apache.commons.cli.AlreadySelectedException: The option 'b' was specified but an option \
+             from this group has already been selected: 'n'"
+        );
+        assert_eq!(run("setquota -n /a", &mut m).0, Err(CliError::Parse("setquota -n|-b|-N|-B val path".into())));
+        assert_eq!(run("delquota /a", &mut m).0, Ok(Command::DelQuota { path: "/a".into(), limit: None }));
+        assert_eq!(run("delquota -B /a", &mut m).0, Ok(Command::DelQuota { path: "/a".into(), limit: Some('B') }));
+        assert_eq!(run("delquota", &mut m).0, Err(CliError::Parse("delquota [-n|-b|-N|-B] path".into())));
+        assert_eq!(run("listquota", &mut m).0, Err(CliError::Parse("listquota path".into())));
     }
 
     #[test]

@@ -28,9 +28,9 @@ pub struct Exec<'a, 't> {
     pub term: &'a mut Term<'t>,
 }
 
-type Result<T> = std::result::Result<T, CliError>;
+pub(super) type Result<T> = std::result::Result<T, CliError>;
 
-fn check_path(p: &str) -> Result<()> {
+pub(super) fn check_path(p: &str) -> Result<()> {
     path::validate(p).map_err(CliError::MalformedPath)
 }
 
@@ -42,11 +42,11 @@ fn version_arg(v: &Option<String>) -> Result<i32> {
 }
 
 impl Exec<'_, '_> {
-    fn call(&self, call: Call) -> Reply {
+    pub(super) fn call(&self, call: Call) -> Reply {
         self.rt.block_on(self.client.call(call))
     }
 
-    fn server(&self, client_path: &str) -> String {
+    pub(super) fn server(&self, client_path: &str) -> String {
         self.client.chroot().to_server(client_path)
     }
 
@@ -267,6 +267,9 @@ impl Exec<'_, '_> {
                 self.rt.block_on(self.client.close());
                 Ok(())
             }
+            Command::SetQuota { path, limit, value } => self.set_quota(&path, limit, &value),
+            Command::ListQuota { path } => self.list_quota(&path),
+            Command::DelQuota { path, limit } => self.del_quota(&path, limit),
             Command::Unsupported(name) => Err(CliError::Malformed(format!("{name} is not supported by zkr cli"))),
         }
     }
@@ -297,7 +300,7 @@ impl Exec<'_, '_> {
 
     /// `ZKUtil.visitSubTreeDFS`: the root (after a getData that must succeed), then each
     /// level's sorted children before descending; nodes that vanish meanwhile are skipped.
-    fn visit(&mut self, root: &str, watch: bool, f: &mut dyn FnMut(&mut Self, &str)) -> Result<()> {
+    pub(super) fn visit(&mut self, root: &str, watch: bool, f: &mut dyn FnMut(&mut Self, &str)) -> Result<()> {
         check_path(root)?;
         let body = RequestBody::PathWatch { path: self.server(root), watch };
         let reg = if watch { Registration::Data(root.to_string()) } else { Registration::None };

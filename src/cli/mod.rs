@@ -25,6 +25,7 @@ mod error;
 mod exec;
 pub mod format;
 pub(crate) mod path;
+mod quota;
 mod shell;
 mod task;
 mod term;

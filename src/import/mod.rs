@@ -134,6 +134,8 @@ pub fn read_snapshot(path: &Path, zxid: Zxid) -> Result<DataTree, ImportError> {
         check(&mut c)?;
     }
     tree.set_last_zxid(zxid);
+    // As DataTree.deserialize: quota roots and their stats come from the nodes just read.
+    tree.setup_quota();
     Ok(tree)
 }
 

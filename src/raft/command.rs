@@ -10,7 +10,8 @@
 //! command := origin u64 | seq u64 | time i64 | session i64 | op
 //! op      := 1 CreateSession timeout:i32 password:16 bytes
 //!          | 2 CloseSession
-//!          | 3 Request ttlEnabled:u8 ids:vector<Id> request:buffer   (RequestHeader with xid 0 + record)
+//!          | 3 Request flags:u8 ids:vector<Id> request:buffer        (RequestHeader with xid 0 + record)
+//! flags   := bit 0 ttlEnabled | bit 1 enforceQuota
 //!          | 4 Reap path:ustring                                      (empty container / expired TTL node)
 //! ```
 //! (big-endian integers; strings, buffers and vectors as in jute)
@@ -49,6 +50,8 @@ pub enum CommandOp {
     Request {
         ids: Vec<Id>,
         ttl_enabled: bool,
+        /// zoo.cfg `enforceQuota` of the proposer: every member refuses the same writes.
+        enforce_quota: bool,
         op: OpCode,
         body: RequestBody,
     },
@@ -72,9 +75,9 @@ impl Command {
                 b.put_slice(password);
             }
             CommandOp::CloseSession => b.put_u8(2),
-            CommandOp::Request { ids, ttl_enabled, op, body } => {
+            CommandOp::Request { ids, ttl_enabled, enforce_quota, op, body } => {
                 b.put_u8(3);
-                b.put_u8(u8::from(*ttl_enabled));
+                b.put_u8(u8::from(*ttl_enabled) | (u8::from(*enforce_quota) << 1));
                 b.put_i32(ids.len() as i32);
                 for id in ids {
                     b.put_ustring(&id.scheme);
@@ -117,7 +120,7 @@ impl Command {
                 }
                 2 => (i, CommandOp::CloseSession),
                 3 => {
-                    let (i, ttl) = i.split_first().map(|(t, r)| (r, *t)).ok_or_else(bad)?;
+                    let (i, flags) = i.split_first().map(|(t, r)| (r, *t)).ok_or_else(bad)?;
                     let (mut i, n) = jute::int(i)?;
                     if n < 0 || n as usize > i.len() {
                         return Err(bad());
@@ -131,7 +134,8 @@ impl Command {
                     }
                     let (i, req) = jute::buffer(i)?;
                     let req = Request::parse(req.as_deref().unwrap_or_default()).map_err(|_| bad())?;
-                    (i, CommandOp::Request { ids, ttl_enabled: ttl != 0, op: req.op, body: req.body })
+                    let (ttl_enabled, enforce_quota) = (flags & 1 != 0, flags & 2 != 0);
+                    (i, CommandOp::Request { ids, ttl_enabled, enforce_quota, op: req.op, body: req.body })
                 }
                 4 => {
                     let (i, path) = jute::ustring(i)?;
@@ -218,6 +222,7 @@ mod tests {
             op: CommandOp::Request {
                 ids: vec![Id::new("ip", "127.0.0.1"), Id::new("digest", "u:h")],
                 ttl_enabled: true,
+                enforce_quota: false,
                 op: OpCode::Multi,
                 body: RequestBody::Multi(vec![
                     MultiOp::Create(OpCode::Create, create.clone()),
@@ -232,6 +237,7 @@ mod tests {
             op: CommandOp::Request {
                 ids: vec![],
                 ttl_enabled: false,
+                enforce_quota: true,
                 op: OpCode::Create2,
                 body: RequestBody::Create(create),
             },

@@ -50,6 +50,7 @@ pub struct Server {
     core: Option<std::thread::JoinHandle<()>>,
     log: Option<std::thread::JoinHandle<()>>,
     admin_addr: Option<SocketAddr>,
+    metrics_addr: Option<SocketAddr>,
     /// The Raft side of an ensemble member.
     member: Option<Member>,
     _lock: std::fs::File,
@@ -169,6 +170,10 @@ impl Server {
         } else {
             None
         };
+        let metrics_addr = match cfg.metrics {
+            Some(a) => crate::admin::serve_metrics(ops.clone(), a, shutdown.clone()).await,
+            None => None,
+        };
         let shared = Arc::new(Accepting {
             counts: Arc::new(DashMap::new()),
             open: Arc::new(AtomicUsize::new(0)),
@@ -199,6 +204,7 @@ impl Server {
             core: Some(core),
             log,
             admin_addr,
+            metrics_addr,
             member,
             _lock: lock,
         })
@@ -216,6 +222,11 @@ impl Server {
     /// Where the AdminServer listens, if it is enabled and its port could be bound.
     pub fn admin_addr(&self) -> Option<SocketAddr> {
         self.admin_addr
+    }
+
+    /// Where Prometheus metrics are served (zoo.cfg `metricsProvider.*`), if configured and bound.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_addr
     }
 
     /// The TLS port's address, if one is configured.

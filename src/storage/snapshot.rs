@@ -275,6 +275,8 @@ pub fn read(path: &Path) -> Result<DataTree, StorageError> {
             i = r;
         }
         tree.finish_restore();
+        // DataTree.deserialize ends with setupQuota: quota roots and stats come from the nodes.
+        tree.setup_quota();
         let (mut i, sessions) = jute::int(i)?;
         for _ in 0..sessions {
             let (r, id) = jute::long(i)?;
@@ -309,7 +311,7 @@ mod tests {
     #[test]
     fn round_trips_a_tree() {
         let mut t = DataTree::new();
-        let ctx = prep::PrepCtx { session: 9, ids: &[], ttl_enabled: true };
+        let ctx = prep::PrepCtx { session: 9, ids: &[], ttl_enabled: true, enforce_quota: false };
         t.apply(
             &Txn {
                 zxid: 1,
@@ -373,7 +375,7 @@ mod tests {
 
     fn providers_tree(n: u32) -> DataTree {
         let mut t = DataTree::new();
-        let ctx = prep::PrepCtx { session: 0, ids: &[], ttl_enabled: true };
+        let ctx = prep::PrepCtx { session: 0, ids: &[], ttl_enabled: true, enforce_quota: false };
         let mut paths = vec!["/d".to_string(), "/d/providers".to_string(), "/d/ünï%3Dcode-name-long".to_string()];
         paths.extend((0..n).map(|i| format!("/d/providers/{}", provider(i))));
         for (z, p) in (1..).zip(paths) {
@@ -398,7 +400,7 @@ mod tests {
         assert!(back.get("/d/ünï%3Dcode-name-long").is_some());
         // A restored dictionary encodes new names as before: a new sibling shares its segments,
         // and an existing name is found by lookup.
-        let ctx = prep::PrepCtx { session: 0, ids: &[], ttl_enabled: true };
+        let ctx = prep::PrepCtx { session: 0, ids: &[], ttl_enabled: true, enforce_quota: false };
         let p = format!("/d/providers/{}", provider(77));
         let req = CreateRequest { path: p.clone(), data: None, acl: Acl::open_unsafe(), flags: 0, ttl: None };
         let op = prep::prepare(&back, &ctx, &MultiOp::Create(OpCode::Create, req));

@@ -9,6 +9,7 @@ mod names;
 mod node;
 pub mod path;
 pub mod prep;
+pub mod quota;
 
 pub use node::{ChildNames, Children, NodeId, NodeStat, Znode};
 
@@ -83,6 +84,8 @@ pub struct DataTree {
     /// The order-independent digest of every node (see `digest`), kept up to date by `apply`
     /// once it has been asked for; `None` until then, so a server that never asks pays nothing.
     digest: Option<u64>,
+    /// Paths with a quota (ZooKeeper's `pTrie`), derived from the `zookeeper_limits` nodes.
+    quota_roots: BTreeSet<String>,
 }
 
 /// Lists longer than this (encoded) are not kept: one huge directory must not double its memory.
@@ -160,6 +163,7 @@ impl DataTree {
             child_lists: ChildListCache::default(),
             hasher: ahash::RandomState::new(),
             digest: None,
+            quota_roots: BTreeSet::new(),
         };
         let acl = t.intern_acl(&Acl::open_unsafe());
         let root = Znode::new(ROOT, Arc::from(&[][..]), Some(Bytes::new()), acl, NodeStat::default());
@@ -527,12 +531,18 @@ impl DataTree {
             TxnOp::Create { path: p, .. } | TxnOp::Delete { path: p } => {
                 out.push(p.clone());
                 out.push(path::parent(p).to_owned());
+                self.quota_paths_touched(p, out);
             }
-            TxnOp::SetData { path: p, .. } | TxnOp::SetAcl { path: p, .. } => out.push(p.clone()),
+            TxnOp::SetData { path: p, .. } => {
+                out.push(p.clone());
+                self.quota_paths_touched(p, out);
+            }
+            TxnOp::SetAcl { path: p, .. } => out.push(p.clone()),
             TxnOp::Multi(ops) => ops.iter().for_each(|o| self.touched_paths(txn, o, out)),
             TxnOp::CloseSession => {
                 for p in self.ephemerals_of(txn.session) {
                     out.push(path::parent(&p).to_owned());
+                    self.quota_paths_touched(&p, out);
                     out.push(p);
                 }
             }
@@ -612,7 +622,8 @@ impl DataTree {
                 n.stat.mzxid = txn.zxid;
                 n.stat.mtime = txn.time;
                 let stat = n.wire_stat();
-                self.data_size = self.data_size + stat.data_length as u64 - old;
+                self.data_size = (self.data_size + stat.data_length as u64).saturating_sub(old);
+                self.quota_after_set_data(path, i64::from(stat.data_length) - old as i64);
                 changes.push(Change::DataChanged(path.clone()));
                 OpOutcome::SetData { stat }
             }
@@ -689,7 +700,10 @@ impl DataTree {
             }
         }
         self.index(id, ephemeral_owner);
-        self.nodes.get(id).map(|n| n.wire_stat())
+        // The reply's Stat is taken before the quota bookkeeping, as createNode copies it first.
+        let stat = self.nodes.get(id).map(|n| n.wire_stat());
+        self.quota_after_create(path, stat.map_or(0, |s| i64::from(s.data_length)));
+        stat
     }
 
     /// Registers a node in the container, TTL or ephemeral index its owner puts it in.
@@ -722,7 +736,8 @@ impl DataTree {
         let Some(node) = self.nodes.remove(id) else {
             return;
         };
-        self.data_size -= path_len + node.data_len() as u64;
+        // Saturating: quota stats nodes change size without being counted (see `quota`).
+        self.data_size = self.data_size.saturating_sub(path_len + node.data_len() as u64);
         self.nodes.remove_child(node.parent, id, self.hasher.hash_one(&*node.name));
         if let Some(p) = self.nodes.get_mut(node.parent) {
             if zxid > p.stat.pzxid {
@@ -744,6 +759,7 @@ impl DataTree {
                 }
             }
         }
+        self.quota_after_delete(path, i64::from(node.data_len()));
         changes.push(Change::Deleted(path.to_owned(), node.acl.clone()));
         changes.push(Change::ChildrenChanged(path::parent(path).to_owned()));
     }

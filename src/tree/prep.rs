@@ -4,6 +4,7 @@
 //! A multi is checked op by op against an overlay of the changes its earlier ops would make
 //! (ZooKeeper's outstanding ChangeRecords), so nothing touches the tree before apply.
 
+use super::quota::{self, QuotaCheck};
 use super::{acl, path, DataTree, NodeStat};
 use crate::proto::{perms, Acl, CreateMode, CreateRequest, ErrorCode, Id, MultiOp, OpCode, RequestBody};
 use crate::txn::{owner, SessionId, TxnOp};
@@ -16,6 +17,9 @@ pub struct PrepCtx<'a> {
     pub ids: &'a [Id],
     /// ZooKeeper's `zookeeper.extendedTypesEnabled` (TTL nodes).
     pub ttl_enabled: bool,
+    /// ZooKeeper's `zookeeper.enforceQuota` (zoo.cfg `enforceQuota`): hard quota limits refuse
+    /// the write with QuotaExceeded. The proposer's setting travels with the request.
+    pub enforce_quota: bool,
 }
 
 /// What prep needs to know of a node (ZooKeeper's ChangeRecord).
@@ -24,6 +28,9 @@ struct Rec {
     stat: NodeStat,
     child_count: i32,
     acl: Arc<[Acl]>,
+    /// Length of the record's data, what `checkQuota` subtracts on setData. A node created
+    /// earlier in the same multi counts 0: ZooKeeper's ChangeRecord of a create has null data.
+    data_len: i64,
 }
 
 /// The tree as it will be after the ops prepared so far in this request.
@@ -39,7 +46,12 @@ impl Pending<'_> {
             return r.clone();
         }
         let n = self.tree.get(key)?;
-        Some(Rec { stat: n.stat, child_count: n.child_count() as i32, acl: n.acl.clone() })
+        Some(Rec {
+            stat: n.stat,
+            child_count: n.child_count() as i32,
+            acl: n.acl.clone(),
+            data_len: n.data_len().into(),
+        })
     }
 
     fn set(&mut self, p: &str, r: Option<Rec>) {
@@ -74,6 +86,28 @@ fn parent_of(p: &str) -> Result<&str, ErrorCode> {
 /// Paths ZooKeeper refuses to delete (`DataTree.isSpecialPath`).
 fn is_special(p: &str) -> bool {
     matches!(p, "/" | "/zookeeper" | "/zookeeper/quota" | "/zookeeper/config")
+}
+
+/// `zks.checkQuota`: with `enforceQuota`, a write that takes a quota root past a hard limit is
+/// refused with QuotaExceeded; past a soft limit it is only logged. Checked against the committed
+/// tree (`pending.tree`), as ZooKeeper checks its DataTree and not the outstanding changes.
+fn check_quota(pending: &Pending, ctx: &PrepCtx, p: &str, bytes_diff: i64, count_diff: i64) -> Result<(), ErrorCode> {
+    if !ctx.enforce_quota {
+        return Ok(());
+    }
+    match quota::check(pending.tree, p, bytes_diff, count_diff) {
+        QuotaCheck::Ok => Ok(()),
+        QuotaCheck::Soft(msg) => {
+            tracing::warn!("{msg}");
+            Ok(())
+        }
+        QuotaCheck::Hard(msg) => {
+            tracing::warn!("{msg}");
+            Err(ErrorCode::QuotaExceeded)
+        }
+        // new StatsTrack(...) throws on a malformed node: pRequest answers MarshallingError.
+        QuotaCheck::Malformed => Err(ErrorCode::MarshallingError),
+    }
 }
 
 fn validate(p: &str) -> Result<(), ErrorCode> {
@@ -114,6 +148,7 @@ fn create(pending: &mut Pending, ctx: &PrepCtx, op: OpCode, req: &CreateRequest)
     if owner::is_session(parent.stat.ephemeral_owner) {
         return Err(ErrorCode::NoChildrenForEphemerals);
     }
+    check_quota(pending, ctx, &full, req.data.as_ref().map_or(0, |d| d.len() as i64), 1)?;
     let parent_cversion = parent.stat.cversion.wrapping_add(1);
     let ephemeral_owner = match mode {
         CreateMode::Container => owner::CONTAINER,
@@ -128,7 +163,7 @@ fn create(pending: &mut Pending, ctx: &PrepCtx, op: OpCode, req: &CreateRequest)
     pending.set(parent_key, Some(parent_after));
     let acl: Arc<[Acl]> = Arc::from(acl);
     let stat = NodeStat { ephemeral_owner, ..NodeStat::default() };
-    pending.set(&full, Some(Rec { stat, child_count: 0, acl: acl.clone() }));
+    pending.set(&full, Some(Rec { stat, child_count: 0, acl: acl.clone(), data_len: 0 }));
     Ok(TxnOp::Create { path: full, data: req.data.clone(), acl, ephemeral_owner, parent_cversion })
 }
 
@@ -161,8 +196,11 @@ fn set_data(
     validate(p)?;
     let mut node = pending.get(p).ok_or(ErrorCode::NoNode)?;
     check_acl(&node, perms::WRITE, ctx)?;
+    let new_len = data.as_ref().map_or(0, |d| d.len() as i64);
+    check_quota(pending, ctx, p, new_len - node.data_len, 0)?;
     let new_version = next_version(node.stat.version, version)?;
     node.stat.version = new_version;
+    node.data_len = new_len;
     pending.set(p, Some(node));
     Ok(TxnOp::SetData { path: p.to_owned(), data: data.clone(), version: new_version })
 }
@@ -267,7 +305,7 @@ mod tests {
     use crate::txn::Txn;
 
     fn ctx() -> PrepCtx<'static> {
-        PrepCtx { session: 0x42, ids: &[], ttl_enabled: true }
+        PrepCtx { session: 0x42, ids: &[], ttl_enabled: true, enforce_quota: false }
     }
 
     fn create_req(p: &str, flags: i32) -> MultiOp {

@@ -208,6 +208,7 @@ dataDir=$1/data
 extendedTypesEnabled=true
 4lw.commands.whitelist=*
 admin.enableServer=false
+enforceQuota=true
 EOF
 }
 

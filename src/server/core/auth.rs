@@ -35,9 +35,7 @@ impl Core {
         }
         if let Some(s) = self.sessions.get_mut(&sid) {
             for id in new_ids {
-                if !s.ids.contains(&id) {
-                    s.ids.push(id);
-                }
+                crate::authinfo::add(&mut s.ids, id);
             }
         }
         self.send(conn, Outbound::Reply(ReplyHeader { xid, zxid: 0, err: 0 }, Response::Empty));
@@ -68,9 +66,7 @@ impl Core {
                     }
                     if let Some(s) = self.sessions.get_mut(&sid) {
                         for id in new_ids {
-                            if !s.ids.contains(&id) {
-                                s.ids.push(id);
-                            }
+                            crate::authinfo::add(&mut s.ids, id);
                         }
                     }
                 }

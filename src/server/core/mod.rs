@@ -95,6 +95,8 @@ pub enum CoreMsg {
 /// Numbers for four-letter words and metrics.
 #[derive(Debug, Clone, Default)]
 pub struct CoreStats {
+    /// The node count ZooKeeper reports (mntr, stat, srvr, metrics): the size of its node map,
+    /// which holds the root twice, as "" and "/" (5 on a fresh server).
     pub znodes: usize,
     pub ephemerals: usize,
     pub watches: usize,
@@ -328,7 +330,7 @@ impl Core {
             CoreMsg::Replication(m) => self.replication(m),
             CoreMsg::Stats(tx) => {
                 let _ = tx.send(CoreStats {
-                    znodes: self.tree.node_count(),
+                    znodes: self.tree.node_count() + 1,
                     ephemerals: self.tree.ephemeral_count(),
                     watches: self.watches.count(),
                     sessions: self.sessions.len(),
@@ -602,9 +604,11 @@ fn ids_of(sessions: &HashMap<SessionId, Session>, sid: SessionId) -> &[Id] {
 }
 
 /// whoAmI's user: the digest user name without its hash, the address for ip.
+/// `AuthUtil.getUser` asks the scheme's provider; `super` has none, so its user is "".
 fn client_user(id: &Id) -> String {
     match id.scheme.as_str() {
         "digest" => id.id.split(':').next().unwrap_or("").to_owned(),
+        "super" => String::new(),
         _ => id.id.clone(),
     }
 }

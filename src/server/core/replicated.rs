@@ -248,8 +248,9 @@ impl Core {
 
     pub(super) fn propose_session(&mut self, conn: ConnId, sid: SessionId, timeout: i32) {
         let Some(c) = self.conns.get(&conn) else { return };
-        let mut ids = vec![Id::new("ip", &c.handle.peer.to_string())];
-        ids.extend(c.handle.tls_ids.iter().cloned());
+        let ids = crate::authinfo::from_added(
+            std::iter::once(Id::new("ip", &c.handle.peer.to_string())).chain(c.handle.tls_ids.iter().cloned()),
+        );
         let password = self.passwords.for_session(sid);
         let w = Waiting::Session { conn, timeout, ids };
         self.propose(sid, CommandOp::CreateSession { timeout_ms: timeout, password }, Some(w));
@@ -257,7 +258,8 @@ impl Core {
 
     pub(super) fn propose_request(&mut self, conn: ConnId, sid: SessionId, xid: i32, op: OpCode, body: RequestBody) {
         let ids = ids_of(&self.sessions, sid).to_vec();
-        let cmd = CommandOp::Request { ids, ttl_enabled: self.cfg.ttl_enabled, op, body };
+        let (ttl_enabled, enforce_quota) = (self.cfg.ttl_enabled, self.cfg.enforce_quota);
+        let cmd = CommandOp::Request { ids, ttl_enabled, enforce_quota, op, body };
         self.propose(sid, cmd, Some(Waiting::Write { conn, xid }));
     }
 
@@ -396,9 +398,9 @@ impl Core {
                     }
                 }
             }
-            CommandOp::Request { ids, ttl_enabled, op, body } => {
+            CommandOp::Request { ids, ttl_enabled, enforce_quota, op, body } => {
                 let prepared = if self.tree.sessions().contains_key(&sid) {
-                    let ctx = prep::PrepCtx { session: sid, ids: &ids, ttl_enabled };
+                    let ctx = prep::PrepCtx { session: sid, ids: &ids, ttl_enabled, enforce_quota };
                     prep::prepare_request(&self.tree, &ctx, op, &body)
                 } else {
                     // PrepRequestProcessor.checkSession: the session expired before its write.

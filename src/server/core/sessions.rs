@@ -7,8 +7,9 @@ impl Core {
     pub(super) fn connect(&mut self, conn: ConnHandle, req: ConnectRequest) {
         let id = conn.id;
         let peer = conn.peer;
-        let mut ids = vec![Id::new("ip", &peer.to_string())];
-        ids.extend(conn.tls_ids.iter().cloned());
+        let ids = crate::authinfo::from_added(
+            std::iter::once(Id::new("ip", &peer.to_string())).chain(conn.tls_ids.iter().cloned()),
+        );
         self.conns
             .insert(id, Conn { handle: conn, session: None, sasl: None, queue: Default::default(), in_flight: 0 });
         let last = self.tree.last_zxid();

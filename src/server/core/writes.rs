@@ -16,7 +16,12 @@ impl Core {
             return;
         }
         let ids = ids_of(&self.sessions, sid);
-        let ctx = prep::PrepCtx { session: sid, ids, ttl_enabled: self.cfg.ttl_enabled };
+        let ctx = prep::PrepCtx {
+            session: sid,
+            ids,
+            ttl_enabled: self.cfg.ttl_enabled,
+            enforce_quota: self.cfg.enforce_quota,
+        };
         let txn = prep::prepare_request(&self.tree, &ctx, op, &body);
         let (_, outcome) = self.commit(sid, txn);
         self.reply(conn, xid, write_response(op, &body, outcome));

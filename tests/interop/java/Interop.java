@@ -37,6 +37,10 @@ import org.apache.zookeeper.AsyncCallback;
 import org.apache.zookeeper.CreateMode;
 import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.Op;
+import org.apache.zookeeper.StatsTrack;
+import org.apache.zookeeper.cli.DelQuotaCommand;
+import org.apache.zookeeper.cli.ListQuotaCommand;
+import org.apache.zookeeper.cli.SetQuotaCommand;
 import org.apache.zookeeper.OpResult;
 import org.apache.zookeeper.WatchedEvent;
 import org.apache.zookeeper.Watcher;
@@ -1022,8 +1026,136 @@ public class Interop {
         zk.close();
     }
 
+    /** whoAmI and a CREATOR_ALL expansion in the server's own order, unsorted: ZooKeeper lists a
+     *  connection's identities in the order of its ConcurrentHashMap-backed set. */
+    static void authOrder() throws Exception {
+        final String R = "/j_auth_order";
+        final ZooKeeper zk = connect(ADDR);
+        fresh(zk, R);
+        zk.create(R, b(""), OPEN, CreateMode.PERSISTENT);
+        op("whoami", () -> infos(zk.whoAmI()));
+        String[] users = {"alice:pw", "bob:pw", "carol:pw", "dave:pw", "erin:pw"};
+        for (String u : users) {
+            zk.addAuthInfo("digest", b(u));
+            final String name = u.substring(0, u.indexOf(':'));
+            op("whoami_after_" + name, () -> infos(zk.whoAmI()));
+        }
+        zk.addAuthInfo("digest", b("alice:pw"));
+        op("whoami_after_alice_again", () -> infos(zk.whoAmI()));
+        op("create_creator_all", () -> zk.create(R + "/n", b(""), ZooDefs.Ids.CREATOR_ALL_ACL, CreateMode.PERSISTENT));
+        op("get_acl_unsorted", () -> {
+            List<String> r = new ArrayList<>();
+            for (ACL a : zk.getACL(R + "/n", new Stat())) r.add(a.getPerms() + "," + a.getId().getScheme() + ":" + a.getId().getId());
+            return r;
+        });
+        zk.delete(R + "/n", -1);
+        zk.delete(R, -1);
+        zk.close();
+    }
+
+    /** zkCli's setquota, through the code zkCli runs (SetQuotaCommand.createQuota). */
+    static Object setQuota(ZooKeeper zk, String path, String opt, long v) throws Exception {
+        StatsTrack q = new StatsTrack();
+        q.setCount(-1);
+        q.setBytes(-1L);
+        q.setCountHardLimit(-1);
+        q.setByteHardLimit(-1L);
+        switch (opt) {
+            case "n": q.setCount(v); break;
+            case "b": q.setBytes(v); break;
+            case "N": q.setCountHardLimit(v); break;
+            default: q.setByteHardLimit(v); break;
+        }
+        try {
+            return SetQuotaCommand.createQuota(zk, path, q);
+        } catch (IllegalArgumentException e) {
+            return "IllegalArgumentException: " + e.getMessage();
+        }
+    }
+
+    /** zkCli's delquota [-n|-b|-N|-B] (DelQuotaCommand.delQuota); opt null deletes the quota. */
+    static Object delQuota(ZooKeeper zk, String path, String opt) throws Exception {
+        StatsTrack q = null;
+        if (opt != null) {
+            q = new StatsTrack();
+            switch (opt) {
+                case "n": q.setCount(1); break;
+                case "b": q.setBytes(1); break;
+                case "N": q.setCountHardLimit(1); break;
+                default: q.setByteHardLimit(1); break;
+            }
+        }
+        return DelQuotaCommand.delQuota(zk, path, q);
+    }
+
+    static Map<String, Object> data(ZooKeeper zk, String path) throws Exception {
+        Stat st = new Stat();
+        byte[] d = zk.getData(path, false, st);
+        return map("data", d == null ? null : new String(d, StandardCharsets.UTF_8), "stat", st);
+    }
+
+    /** Quotas (3.7+): setquota/delquota as zkCli does them, the zookeeper_limits and
+     *  zookeeper_stats nodes the server keeps, and QuotaExceeded with enforceQuota=true. */
+    static void quota() throws Exception {
+        final String R = "/j_quota";
+        final String Q = "/zookeeper/quota" + R;
+        final ZooKeeper zk = connect(ADDR);
+        final ZooKeeper other = connect(ADDR);
+        fresh(zk, R);
+        fresh(zk, Q);
+        zk.create(R, b(""), OPEN, CreateMode.PERSISTENT);
+        zk.create(R + "/a", b("xx"), OPEN, CreateMode.PERSISTENT);
+        op("setquota_N4", () -> setQuota(zk, R, "N", 4));
+        op("quota_children", () -> sorted(zk.getChildren(Q, false)));
+        op("limits", () -> data(zk, Q + "/zookeeper_limits"));
+        op("stats", () -> data(zk, Q + "/zookeeper_stats"));
+        op("create_b", () -> zk.create(R + "/b", b("123"), OPEN, CreateMode.PERSISTENT));
+        op("create_c_null_data", () -> zk.create(R + "/c", null, OPEN, CreateMode.PERSISTENT));
+        op("stats_after_creates", () -> data(zk, Q + "/zookeeper_stats"));
+        op("create_d_over_count", () -> zk.create(R + "/d", b(""), OPEN, CreateMode.PERSISTENT));
+        op("create_seq_over_count", () -> zk.create(R + "/s-", b(""), OPEN, CreateMode.PERSISTENT_SEQUENTIAL));
+        op("stats_unchanged", () -> data(zk, Q + "/zookeeper_stats"));
+        op("setquota_B10", () -> setQuota(zk, R, "B", 10));
+        op("limits_after_B", () -> data(zk, Q + "/zookeeper_limits"));
+        op("set_a_over_bytes", () -> zk.setData(R + "/a", b("12345678"), -1));
+        op("set_a_over_bytes_bad_version", () -> zk.setData(R + "/a", b("123456789"), 99));
+        op("set_a_to_limit", () -> zk.setData(R + "/a", b("1234567"), -1));
+        op("stats_after_set", () -> data(zk, Q + "/zookeeper_stats"));
+        op("multi_delete_then_create", () -> zk.multi(Arrays.asList(
+            Op.delete(R + "/c", -1),
+            Op.create(R + "/d", b(""), OPEN, CreateMode.PERSISTENT))));
+        op("delete_c", () -> { zk.delete(R + "/c", -1); return null; });
+        op("other_ephemeral", () -> other.create(R + "/e", b(""), OPEN, CreateMode.EPHEMERAL));
+        op("stats_with_ephemeral", () -> data(zk, Q + "/zookeeper_stats"));
+        other.close();
+        op("stats_after_session_close", () -> data(zk, Q + "/zookeeper_stats"));
+        op("delquota_N", () -> delQuota(zk, R, "N"));
+        op("setquota_n3", () -> setQuota(zk, R, "n", 3));
+        op("limits_soft", () -> data(zk, Q + "/zookeeper_limits"));
+        op("create_f_past_soft_limit", () -> zk.create(R + "/f", b(""), OPEN, CreateMode.PERSISTENT));
+        op("stats_soft", () -> data(zk, Q + "/zookeeper_stats"));
+        op("setquota_on_child_refused", () -> setQuota(zk, R + "/a", "n", 1));
+        op("listquota", () -> {
+            List<String> r = new ArrayList<>();
+            for (StatsTrack t : ListQuotaCommand.listQuota(zk, R)) r.add(t.toString());
+            return r;
+        });
+        op("delquota_all", () -> delQuota(zk, R, null));
+        op("quota_root_children", () -> sorted(zk.getChildren("/zookeeper/quota", false)));
+        op("create_g_without_quota", () -> zk.create(R + "/g", b("0123456789abc"), OPEN, CreateMode.PERSISTENT));
+        op("children_end", () -> children(zk, R, null));
+        ZKUtil.deleteRecursive(zk, R);
+        zk.close();
+    }
+
+    static List<String> infos(List<ClientInfo> l) {
+        List<String> r = new ArrayList<>();
+        for (ClientInfo c : l) r.add(c.getAuthScheme() + ":" + c.getUser());
+        return r;
+    }
+
     static final String[] NAMES = {"crud", "watches", "setwatches", "persistent_watches", "remove_watches",
-        "multi", "info", "containers_ttl"};
+        "multi", "info", "containers_ttl", "auth_order", "quota"};
 
     /** If a server stops answering, print where the scenario hangs and give up. */
     static void startWatchdog(final Thread main) {
@@ -1066,6 +1198,8 @@ public class Interop {
                 case "multi": multi(); break;
                 case "info": info(); break;
                 case "containers_ttl": containersTtl(); break;
+                case "auth_order": authOrder(); break;
+                case "quota": quota(); break;
                 default:
                     System.err.println("unknown scenario " + args[0]);
                     rc = 2;

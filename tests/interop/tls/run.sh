@@ -131,6 +131,7 @@ ssl.keyStore.type=PEM
 ssl.trustStore.location=$C/ca.pem
 ssl.trustStore.type=PEM
 ssl.clientAuth=need}
+${EXTRA_LINES:-}
 CFG
 }
 
@@ -207,15 +208,20 @@ stop_server
 start_server zkr --jaas-config "$C/jaas-server.conf" && run_clients zkr "$PLAIN" "$SECURE"
 stop_server
 
-# ---------------------------------------------------------------- zkr only: whoAmI over TLS, x509 super user
-# (ZooKeeper 3.8 has no whoAmI.) Same data, restarted with bob's subject as the x509 super user.
-if start_server zkr --jaas-config "$C/jaas-server.conf" --x509-super-user "CN=bob,O=zkr"; then
-    for who in alice bob; do
-        timeout 30 /usr/bin/python3 "$HERE/whoami_tls.py" "$SECURE" "$C" "$who" /tls-creator 2>&1
-    done >"$WORK/whoami-zkr.txt"
-fi
-stop_server
-# ssl.clientAuth=want (the flag overrides zoo.cfg): no certificate connects without x509, a
+# ---------------------------------------------------------------- whoAmI over TLS, x509 super user
+# Both servers on the data above, restarted with bob's subject as the x509 super user (zoo.cfg's
+# X509AuthenticationProvider.superUser, which ZooKeeper turns into its system property). whoAmI
+# lists the identities in the order of ZooKeeper's auth set (a ConcurrentHashMap), unsorted.
+for kind in zk zkr; do
+    if EXTRA_LINES="X509AuthenticationProvider.superUser=CN=bob,O=zkr" start_server $kind --jaas-config "$C/jaas-server.conf"; then
+        for who in alice bob; do
+            timeout 30 /usr/bin/python3 "$HERE/whoami_tls.py" "$SECURE" "$C" "$who" /tls-creator 2>&1
+        done >"$WORK/whoami-$kind.txt"
+    fi
+    stop_server
+done
+cp "$WORK/whoami-zkr.txt" "$WORK/whoami-zkr-need.txt" 2>/dev/null
+# zkr only: ssl.clientAuth=want (the flag overrides zoo.cfg): no certificate connects without x509, a
 # certificate still brings it.
 if start_server zkr --tls-client-auth want; then
     for who in no-cert alice; do
@@ -355,6 +361,13 @@ for client in java kazoo wire; do
         tail -n 5 "$WORK/$client-zkr.err" "$WORK/$client-zk.err"
     fi
 done
+if [ -s "$WORK/whoami-zk.txt" ] && diff -u "$WORK/whoami-zk.txt" "$WORK/whoami-zkr-need.txt" >"$WORK/whoami.diff"; then
+    pass "whoami: zkr = ZooKeeper, identities in ZooKeeper's order ($(wc -l <"$WORK/whoami-zk.txt") lines)"
+    row "raw socket over TLS" "whoAmI with x509 and x509 super user: identities in ZooKeeper's order (whoami_tls.py)" ok ok
+else
+    fail "whoami: transcripts differ (ZooKeeper vs zkr)"; cat "$WORK/whoami.diff"
+    row "raw socket over TLS" "whoAmI with x509 and x509 super user: identities in ZooKeeper's order (whoami_tls.py)" ok differs
+fi
 EXPECT="$HERE/expected"
 for client in java kazoo wire whoami; do
     got=$(sed "s|$C|CERTS|g" "$WORK/$client-zkr.txt" 2>/dev/null)

@@ -1,5 +1,5 @@
-"""zkr only (ZooKeeper 3.8 has no whoAmI): over TLS with a client certificate, whoAmI (opcode 107)
-lists the identities the session got at connect time, and getData shows whether they open a node.
+"""Over TLS with a client certificate, whoAmI (opcode 107) lists the identities the session got at
+connect time, in the server's order, and getData shows whether they open a node.
 Usage: whoami_tls.py SECURE_PORT CERTDIR CERTNAME|no-cert PATH
 """
 import socket

@@ -3,20 +3,26 @@
 # See docs/dubbo-interop.md. Installs what it needs (apt: zookeeper, kazoo, Maven, a JDK; Maven: Dubbo and its
 # ZooKeeper client), resolves each Dubbo line's class path with Maven, compiles Node.java with javac, and runs
 # driver.py once per Dubbo line. Prints the timelines, one PASS/FAIL line per check and "N passed, N failed";
-# writes tests/interop/.work/matrix/dubbo-<version>.tsv. Exit status: 0 all passed, 1 a check failed, 2 setup.
+# writes tests/interop/.work/matrix/dubbo-<version>.tsv. Then, per Dubbo line, ensemble.py runs the same Dubbo
+# processes against a 3-member zkr ensemble and a 3-member ZooKeeper ensemble (leader SIGKILLed under load, a
+# provider SIGKILLed, the old leader rejoining, a rolling restart) and writes dubbo-ensemble-<version>.tsv.
+# Exit status: 0 all passed, 1 a check failed, 2 setup.
 #
 #   ZKR_BIN=target/release/zkr tests/interop/dubbo/run.sh
 #   DUBBO_PROFILES="dubbo33" tests/interop/dubbo/run.sh      # one Dubbo line (profiles of pom.xml)
+#   DUBBO_SCENARIOS="ensemble" tests/interop/dubbo/run.sh    # only the ensemble part ("standalone ensemble")
 #   DUBBO_PORT_BASE=28000                                     # ports used: base .. base+999
 set -uo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../../.." && pwd)"
-WORK="$HERE/../.work/dubbo"
+WORK="$(cd "$HERE/.." && pwd)/.work/dubbo"
 MATRIX="$HERE/../.work/matrix"
 PY=/usr/bin/python3
 PROFILES=${DUBBO_PROFILES:-"dubbo33 dubbo32"}
+SCENARIOS=${DUBBO_SCENARIOS:-"standalone ensemble"}
 PORT_BASE=${DUBBO_PORT_BASE:-28000}
+STARTED=$SECONDS
 
 say() { echo "[dubbo] $*" >&2; }
 die() { say "ERROR: $*"; exit 2; }
@@ -46,6 +52,23 @@ fi
 [ -n "${ZKR_BIN:-}" ] && [ -x "$ZKR_BIN" ] || die "set ZKR_BIN to the zkr binary (cargo build --release)"
 
 mkdir -p "$WORK" "$MATRIX"
+# ensemble.py stops what it started and keeps the pids of what runs in ensemble-*.pids; whatever a driver that
+# died left there is killed by pid here (only processes whose command line names this suite's work dir)
+cleanup() {
+    local f pid
+    for f in "$WORK"/ensemble-*.pids; do
+        [ -f "$f" ] || continue
+        while read -r pid; do
+            if [ -n "$pid" ] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "$WORK/"; then
+                say "killing pid $pid, left behind by ensemble.py"
+                kill -9 "$pid" 2>/dev/null
+            fi
+        done <"$f"
+        rm -f "$f"
+    done
+    say "took $((SECONDS - STARTED))s"
+}
+trap cleanup EXIT
 SRC_HASH=$(cat "$HERE/pom.xml" "$HERE"/src/main/java/zkr/interop/dubbo/*.java | sha1sum | cut -c1-12)
 
 jar_version() {  # class path, artifact -> version
@@ -54,6 +77,18 @@ jar_version() {  # class path, artifact -> version
 
 TOTAL_PASSED=0
 TOTAL_FAILED=0
+# count_checks LABEL LOG: adds the driver's "N passed, M failed" to the totals (a failure if it has none)
+count_checks() {
+    local counts
+    counts=$(sed -n 's/^.*: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$2" | tail -n 1)
+    if [ -z "$counts" ]; then
+        say "FAIL $1: the driver did not finish (log: $2)"
+        TOTAL_FAILED=$((TOTAL_FAILED + 1))
+        return
+    fi
+    TOTAL_PASSED=$((TOTAL_PASSED + ${counts% *}))
+    TOTAL_FAILED=$((TOTAL_FAILED + ${counts#* }))
+}
 i=0
 for profile in $PROFILES; do
     base=$((PORT_BASE + i * 500))
@@ -95,19 +130,27 @@ for profile in $PROFILES; do
         # parameter: Curator's default 60 s, which the servers cap at their maxSessionTimeout (20 s)
         4.*) extra+=(--services-session-ms 20000) ;;
     esac
-    say "$label: ports $((base + 1))-$((base + 163))"
-    rm -rf "$WORK/run-$profile"
-    log="$WORK/run-$profile.log"
-    "$PY" "$HERE/driver.py" --label "$label" --cp "$classes:$deps" --zkr-bin "$ZKR_BIN" --port-base "$base" \
-        --work "$WORK/run-$profile" --tsv "$MATRIX/dubbo-$dubbo_v.tsv" "${extra[@]}" 2>&1 | tee "$log"
-    counts=$(sed -n 's/^.*: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$log" | tail -n 1)
-    if [ -z "$counts" ]; then
-        say "FAIL $label: the driver did not finish (log: $log)"
-        TOTAL_FAILED=$((TOTAL_FAILED + 1))
-        continue
+    if [[ " $SCENARIOS " == *" standalone "* ]]; then
+        say "$label: ports $((base + 1))-$((base + 163))"
+        rm -rf "$WORK/run-$profile"
+        log="$WORK/run-$profile.log"
+        t=$SECONDS
+        "$PY" "$HERE/driver.py" --label "$label" --cp "$classes:$deps" --zkr-bin "$ZKR_BIN" --port-base "$base" \
+            --work "$WORK/run-$profile" --tsv "$MATRIX/dubbo-$dubbo_v.tsv" "${extra[@]}" 2>&1 | tee "$log"
+        count_checks "$label" "$log"
+        say "$label: standalone servers took $((SECONDS - t))s"
     fi
-    TOTAL_PASSED=$((TOTAL_PASSED + ${counts% *}))
-    TOTAL_FAILED=$((TOTAL_FAILED + ${counts#* }))
+    if [[ " $SCENARIOS " == *" ensemble "* ]]; then
+        say "$label, 3-member ensembles: ports $((base + 201))-$((base + 283))"
+        rm -rf "$WORK/ensemble-$profile"
+        log="$WORK/ensemble-$profile.log"
+        t=$SECONDS
+        "$PY" "$HERE/ensemble.py" --label "$label" --cp "$classes:$deps" --zkr-bin "$ZKR_BIN" \
+            --port-base $((base + 200)) --work "$WORK/ensemble-$profile" --pidfile "$WORK/ensemble-$profile.pids" \
+            --tsv "$MATRIX/dubbo-ensemble-$dubbo_v.tsv" "${extra[@]}" 2>&1 | tee "$log"
+        count_checks "$label, 3-member ensemble" "$log"
+        say "$label: ensembles took $((SECONDS - t))s"
+    fi
 done
 echo "$TOTAL_PASSED passed, $TOTAL_FAILED failed"
 [ "$TOTAL_FAILED" -eq 0 ]

@@ -51,6 +51,7 @@ suite clients "other ecosystems' clients (kazoo recipes + kazoo's own tests, Go,
 suite hostile "hostile input: ACL matrix vs Debian ZooKeeper (limits, garbage, fuzzing run in cargo test)" bash tests/interop/hostile/run.sh
 suite tls "TLS (secureClientPort, x509) and SASL DIGEST-MD5: Java client and kazoo, zkr vs Debian ZooKeeper" bash tests/interop/tls/run.sh
 suite docker "Docker image without an engine: docker-compose config, entrypoint files vs the official zookeeper image's, the compose file's 3 members as processes (leader, failover)" bash tests/interop/docker/run.sh
+suite ensemble "3-member ensembles, zkr vs Debian ZooKeeper: the Java client's session and watches and Curator's recipes across kill -9 of the connected member and of the leader" bash tests/interop/ensemble/run.sh
 suite bench-smoke "load generator smoke run (zkr bench, every workload, against zkr)" bash tests/bench/smoke.sh
 suite matrix "compatibility matrix (docs/compatibility.md from every suite's rows)" /usr/bin/python3 tests/interop/matrix.py generate
 echo "suite times: ${TIMES[*]}"

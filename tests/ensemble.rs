@@ -290,6 +290,48 @@ async fn sessions_and_ephemerals_survive_losing_the_member_and_the_leader() {
     cl.shutdown().await;
 }
 
+/// A follower whose leader's replication stream ends stops serving at once, as a ZooKeeper
+/// follower whose leader connection drops goes LOOKING: it must not keep accepting clients for
+/// the election timeout on behalf of a leader that is gone (they would reconnect there, then be
+/// dropped again when the election starts: two disconnects for one crash).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn followers_stop_serving_as_soon_as_the_leaders_stream_ends() {
+    let mut cl = Cluster::start(3).await;
+    let leader = cl.leader().await;
+    let followers: Vec<usize> = (0..3).filter(|i| *i != leader).collect();
+    let old = cl.servers[leader].as_ref().and_then(|s| s.member()).map(|m| m.status.role.lock().1).unwrap();
+    let stopped = tokio::time::Instant::now();
+    cl.stop(leader).await;
+    // openraft's election timeout here is 250-500 ms (tick 100 ms): well before it, neither
+    // follower may still call the stopped member its leader.
+    let deadline = stopped + Duration::from_millis(200);
+    loop {
+        let stale: Vec<usize> = followers
+            .iter()
+            .copied()
+            .filter(|i| {
+                let m = cl.servers[*i].as_ref().and_then(|s| s.member()).expect("follower runs");
+                let (role, leader_id, _) = *m.status.role.lock();
+                role == Role::Follower && leader_id == old
+            })
+            .collect();
+        if stale.is_empty() {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "members {stale:?} still follow the stopped leader 200 ms after it stopped"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // A new leader is elected among the two, and they serve again.
+    let new_leader = cl.leader().await;
+    assert_ne!(new_leader, leader);
+    let c = client(&cl.addr(cl.follower(new_leader))).await;
+    c.create("/after", b"", &persistent()).await.unwrap();
+    cl.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_dead_clients_session_expires_everywhere() {
     let cl = Cluster::start(3).await;

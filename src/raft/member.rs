@@ -27,6 +27,11 @@ pub struct MemberStatus {
     pub leader_contact: AtomicU64,
     /// `mono_ms` when this member last became leader.
     pub leader_since: AtomicU64,
+    /// Set when the leader's replication stream to this member ended (see `serve_rpc`), cleared
+    /// by the next AppendEntries.
+    pub leader_lost: AtomicBool,
+    /// Wakes the role watcher when `leader_lost` is set.
+    pub wake: tokio::sync::Notify,
 }
 
 /// The member whose id and role this process's log lines carry (the first started; a process
@@ -94,7 +99,7 @@ pub async fn serve_peers(
                 _ = stop.cancelled() => Ok(()),
                 r = async {
                     match hello.kind {
-                        Kind::Rpc => serve_rpc(stream, &raft, &status).await,
+                        Kind::Rpc => serve_rpc(stream, hello.from, &raft, &status).await,
                         Kind::Forward => serve_forward(stream, &raft, &core).await,
                     }
                 } => r,
@@ -109,24 +114,69 @@ pub async fn serve_peers(
     }
 }
 
-async fn serve_rpc(mut s: TcpStream, raft: &Raft, status: &MemberStatus) -> Result<(), network::PeerError> {
+/// Serves openraft's RPCs from member `from`. When a connection that carried the current
+/// leader's AppendEntries ends and the leader's peer port no longer takes connections, the
+/// leader process is gone: like a ZooKeeper follower whose leader connection drops (it goes
+/// LOOKING at once), this member stops serving now, instead of accepting clients for the
+/// election timeout on behalf of a dead leader and dropping them again when the election
+/// starts. A stream that ends while the leader still answers (openraft rebuilds its
+/// replication streams, e.g. after a membership change) changes nothing. The next
+/// AppendEntries, from whichever leader, makes this member a follower again.
+async fn serve_rpc(
+    mut s: TcpStream,
+    from: MemberId,
+    raft: &Raft,
+    status: &MemberStatus,
+) -> Result<(), network::PeerError> {
+    let mut replicated = false;
+    let result = serve_rpc_frames(&mut s, raft, status, &mut replicated).await;
+    drop(s);
+    let (me, leader, addr) = {
+        let m = raft.metrics();
+        let m = m.borrow();
+        (m.id, m.current_leader, m.membership_config.membership().get_node(&from).map(|n| n.peer_addr()))
+    };
+    if replicated && leader == Some(from) {
+        let alive = match addr {
+            Some(addr) => network::connect(&addr, me, Kind::Rpc).await.is_ok(),
+            None => false,
+        };
+        if !alive && raft.metrics().borrow().current_leader == Some(from) {
+            tracing::info!(leader = from, "the leader is gone (its stream ended, its peer port refuses): not serving until a leader is heard from");
+            status.leader_lost.store(true, Ordering::Release);
+            status.wake.notify_one();
+        }
+    }
+    result
+}
+
+async fn serve_rpc_frames(
+    s: &mut TcpStream,
+    raft: &Raft,
+    status: &MemberStatus,
+    replicated: &mut bool,
+) -> Result<(), network::PeerError> {
     loop {
-        let req: RpcRequest = network::read_frame(&mut s).await?;
+        let req: RpcRequest = network::read_frame(&mut *s).await?;
         let resp = match req {
             RpcRequest::Append(r) => {
                 let res = raft.append_entries(r).await;
                 if res.is_ok() {
+                    *replicated = true;
                     status.leader_contact.store(crate::session::mono_ms(), Ordering::Release);
+                    status.leader_lost.store(false, Ordering::Release);
                 }
                 RpcResponse::Append(res)
             }
             RpcRequest::Vote(r) => RpcResponse::Vote(raft.vote(r).await),
             RpcRequest::Snapshot(r) => {
+                *replicated = true;
                 status.leader_contact.store(crate::session::mono_ms(), Ordering::Release);
+                status.leader_lost.store(false, Ordering::Release);
                 RpcResponse::Snapshot(raft.install_snapshot(r).await)
             }
         };
-        network::write_frame(&mut s, &resp).await?;
+        network::write_frame(&mut *s, &resp).await?;
     }
 }
 
@@ -342,6 +392,7 @@ pub async fn watch_role(
         tokio::select! {
             _ = shutdown.cancelled() => break,
             r = metrics.changed() => if r.is_err() { break },
+            _ = status.wake.notified() => {}
             _ = every.tick() => {}
         }
         let (state, leader, term, since_ack, running) = {
@@ -355,12 +406,13 @@ pub async fn watch_role(
             break;
         }
         let contact = crate::session::mono_ms().saturating_sub(status.leader_contact.load(Ordering::Acquire));
+        let in_touch = contact <= stale_ms && !status.leader_lost.load(Ordering::Acquire);
         use openraft::ServerState as S;
         let role = match state {
             S::Leader if since_ack.is_some_and(|ms| ms > stale_ms) => Role::Looking,
             S::Leader => Role::Leader,
-            S::Follower if leader.is_some() && contact <= stale_ms => Role::Follower,
-            S::Learner if leader.is_some() && contact <= stale_ms => Role::Observer,
+            S::Follower if leader.is_some() && in_touch => Role::Follower,
+            S::Learner if leader.is_some() && in_touch => Role::Observer,
             _ => Role::Looking,
         };
         // A leader that lost its quorum stops its heartbeats, so that followers and observers

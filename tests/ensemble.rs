@@ -76,7 +76,11 @@ impl Cluster {
         loop {
             let roles: Vec<Option<Role>> = (0..self.servers.len()).map(|i| self.role(i)).collect();
             let leaders: Vec<usize> = (0..roles.len()).filter(|i| roles[*i] == Some(Role::Leader)).collect();
-            let settled = roles.iter().all(|r| matches!(r, None | Some(Role::Leader) | Some(Role::Follower)));
+            let settled = (0..roles.len()).all(|i| match roles[i] {
+                None | Some(Role::Leader) | Some(Role::Follower) => true,
+                Some(Role::Observer) => self.is_observer(i),
+                _ => false,
+            });
             if leaders.len() == 1 && settled {
                 return leaders[0];
             }
@@ -85,8 +89,15 @@ impl Cluster {
         }
     }
 
+    fn is_observer(&self, i: usize) -> bool {
+        let ens = self.cfgs[i].ensemble.as_ref().expect("an ensemble config");
+        ens.members[&ens.my_id].observer
+    }
+
     fn follower(&self, leader: usize) -> usize {
-        (0..self.servers.len()).find(|i| *i != leader && self.servers[*i].is_some()).expect("a follower")
+        (0..self.servers.len())
+            .find(|i| *i != leader && self.servers[*i].is_some() && !self.is_observer(*i))
+            .expect("a follower")
     }
 
     async fn stop(&mut self, i: usize) {
@@ -213,6 +224,47 @@ async fn writes_through_any_member_reach_every_member() {
     let cfg = String::from_utf8(cfg).unwrap();
     assert_eq!(cfg.lines().filter(|l| l.starts_with("server.")).count(), 3, "{cfg}");
     assert!(cfg.lines().any(|l| l.starts_with("version=")), "{cfg}");
+    cl.shutdown().await;
+}
+
+/// zoo.cfg's `server.3=…:observer` (kazoo's harness writes one with ZOOKEEPER_OBSERVER_START_ID):
+/// the observer must get the log and serve clients without voting. It used to stay out of the
+/// Raft membership (initialize takes voters only, and nobody added it as a learner), so it never
+/// heard of a leader and refused every client ("this member has no leader").
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_observer_gets_the_log_serves_clients_and_does_not_vote() {
+    let mut cfgs = ensemble_configs(3);
+    for c in &mut cfgs {
+        c.ensemble.as_mut().unwrap().members.get_mut(&3).unwrap().observer = true;
+    }
+    let cl = Cluster::start_with(cfgs).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while cl.role(2) != Some(Role::Observer) {
+        assert!(tokio::time::Instant::now() < deadline, "member 3 never observes: {:?}", cl.role(2));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let srvr = four_letter(&cl.addr(2), "srvr").await;
+    assert!(srvr.lines().any(|l| l == "Mode: observer"), "{srvr}");
+
+    // A write through the observer, and a watch on it fired by a write through the leader.
+    let leader = cl.leader().await;
+    let o = client(&cl.addr(2)).await;
+    o.create("/obs", b"v0", &persistent()).await.unwrap();
+    let (data, _) = o.get_data("/obs").await.unwrap();
+    assert_eq!(data, b"v0");
+    let (_, _, watch) = o.get_and_watch_data("/obs").await.unwrap();
+    let l = client(&cl.addr(leader)).await;
+    l.set_data("/obs", b"v1", None).await.unwrap();
+    let ev = tokio::time::timeout(Duration::from_secs(10), watch.changed()).await.expect("the observer's watch fires");
+    assert_eq!(ev.event_type, zk::EventType::NodeDataChanged);
+    converged(&cl).await;
+
+    // The leader counts it as an observer, not a voter.
+    let mntr = four_letter(&cl.addr(leader), "mntr").await;
+    assert_eq!(mntr_value(&mntr, "zk_synced_followers").as_deref(), Some("1"), "{mntr}");
+    assert_eq!(mntr_value(&mntr, "zk_synced_observers").as_deref(), Some("1"), "{mntr}");
+    let cfg = String::from_utf8(l.get_config().await.unwrap().0).unwrap();
+    assert!(cfg.lines().any(|x| x.starts_with("server.3=") && x.contains(":observer")), "{cfg}");
     cl.shutdown().await;
 }
 

@@ -6,7 +6,7 @@
 //! `CoreMsg::Replication` message.
 
 use super::command::Command;
-use super::members::Ensemble;
+use super::members::{Ensemble, ServerSpec};
 use super::network::{self, ForwardMsg, ForwardReply, Hello, Kind, RpcRequest, RpcResponse};
 use super::types::{MemberId, Raft};
 use crate::server::core::replicated::{Proposal, ReplMsg, Role};
@@ -305,6 +305,48 @@ async fn read_replies(
                     to_core(&core, ReplMsg::ForwardLost).await;
                 }
                 return;
+            }
+        }
+    }
+}
+
+/// Makes the ensemble's observers (`server.N=…:observer`) Raft learners. openraft's `initialize`
+/// takes the voters only and a learner can only be added by a leader, so whichever member leads
+/// adds the observers its membership does not hold yet (and retries while an earlier membership
+/// change is still uncommitted). Without this an observer never receives the log, never hears of
+/// a leader and refuses every client.
+pub async fn admit_observers(
+    me: MemberId,
+    raft: Raft,
+    observers: std::collections::BTreeMap<MemberId, ServerSpec>,
+    shutdown: CancellationToken,
+) {
+    if observers.is_empty() {
+        return;
+    }
+    let mut every = tokio::time::interval(Duration::from_millis(100));
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => break,
+            _ = every.tick() => {}
+        }
+        let missing: Vec<(MemberId, ServerSpec)> = {
+            let m = raft.metrics();
+            let m = m.borrow();
+            if m.state != openraft::ServerState::Leader || m.current_leader != Some(me) {
+                continue;
+            }
+            let membership = m.membership_config.membership();
+            observers
+                .iter()
+                .filter(|(id, _)| membership.get_node(id).is_none())
+                .map(|(id, s)| (*id, s.clone()))
+                .collect()
+        };
+        for (id, spec) in missing {
+            match raft.add_learner(id, spec, false).await {
+                Ok(_) => tracing::info!(observer = id, "observer added to the ensemble as a Raft learner"),
+                Err(e) => tracing::debug!(observer = id, "adding the observer as a learner: {e}"),
             }
         }
     }

@@ -435,6 +435,8 @@ async fn start_member(
             tracing::debug!("initialize: {e}");
         }
     }
+    let observers = ens.members.iter().filter(|(_, s)| s.observer).map(|(id, s)| (*id, s.clone())).collect();
+    tokio::spawn(member::admit_observers(me, raft.clone(), observers, shutdown.clone()));
     let shared = Arc::new(parking_lot::RwLock::new(ens.clone()));
     tokio::spawn(member::propose(me, shared, raft.clone(), core_tx.clone(), proposals, shutdown.clone()));
     let stale = crate::raft::stale_after(cfg, ens);

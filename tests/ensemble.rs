@@ -268,6 +268,54 @@ async fn an_observer_gets_the_log_serves_clients_and_does_not_vote() {
     cl.shutdown().await;
 }
 
+/// A leader that lost its quorum must not keep its followers and observers serving: ZooKeeper's
+/// leader gives up after syncLimit ticks and its learners, losing it, stop serving. zkr's leader
+/// stopped serving itself but kept heartbeating, so an observer (or a follower on the minority
+/// side of a larger ensemble) went on serving stale reads and re-attached sessions for good.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn observers_of_a_leader_without_quorum_stop_serving_until_it_is_back() {
+    let mut cfgs = ensemble_configs(3);
+    for c in &mut cfgs {
+        c.ensemble.as_mut().unwrap().members.get_mut(&3).unwrap().observer = true;
+    }
+    let mut cl = Cluster::start_with(cfgs).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while cl.role(2) != Some(Role::Observer) {
+        assert!(tokio::time::Instant::now() < deadline, "member 3 never observes: {:?}", cl.role(2));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let leader = cl.leader().await;
+    let voter = cl.follower(leader);
+    cl.stop(voter).await;
+    // Two voters: the leader alone has no quorum. Within syncLimit ticks (here 1 s) for the
+    // leader, then as long again for the observer, neither serves.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while cl.role(2) != Some(Role::Looking) || cl.role(leader) != Some(Role::Looking) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "still serving without a quorum: leader {:?}, observer {:?}",
+            cl.role(leader),
+            cl.role(2)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let srvr = four_letter(&cl.addr(2), "srvr").await;
+    assert!(!srvr.contains("Mode: observer"), "{srvr}");
+
+    // The voter back: a leader again, the observer observes, writes through it commit.
+    cl.restart(voter).await;
+    cl.leader().await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while cl.role(2) != Some(Role::Observer) {
+        assert!(tokio::time::Instant::now() < deadline, "member 3 does not observe again: {:?}", cl.role(2));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let o = client(&cl.addr(2)).await;
+    o.create("/back", b"", &persistent()).await.unwrap();
+    converged(&cl).await;
+    cl.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn watches_fire_on_the_member_the_watcher_is_connected_to() {
     let cl = Cluster::start(3).await;

@@ -354,6 +354,12 @@ pub async fn admit_observers(
 
 /// Watches openraft's metrics and tells the core its role: leader, follower, observer, or
 /// looking (no leader, or a leader or member that lost touch with the quorum for `stale`).
+///
+/// A leader out of touch with its quorum also stops its heartbeats until it is no longer that
+/// leader: openraft's leader never steps down by itself, and its heartbeats would keep its
+/// followers and observers "in contact" and serving stale reads for good. ZooKeeper's leader
+/// gives up after syncLimit ticks and its learners stop serving when they lose it; here they
+/// stop `stale` after the last heartbeat, and voters elect a leader once a quorum is back.
 pub async fn watch_role(
     raft: Raft,
     core: mpsc::Sender<CoreMsg>,
@@ -365,6 +371,7 @@ pub async fn watch_role(
     let mut every = tokio::time::interval(Duration::from_millis(50));
     let mut last: Option<(Role, Option<MemberId>, u64)> = None;
     let stale_ms = stale.as_millis() as u64;
+    let mut heartbeats_stopped = false;
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => break,
@@ -377,6 +384,20 @@ pub async fn watch_role(
         };
         let contact = crate::session::mono_ms().saturating_sub(status.leader_contact.load(Ordering::Acquire));
         use openraft::ServerState as S;
+        let leader_without_quorum = state == S::Leader && since_ack.is_some_and(|ms| ms > stale_ms);
+        if leader_without_quorum != heartbeats_stopped {
+            heartbeats_stopped = leader_without_quorum;
+            raft.runtime_config().heartbeat(!heartbeats_stopped);
+            if heartbeats_stopped {
+                tracing::warn!(
+                    term,
+                    stale_ms,
+                    "leader out of touch with its quorum: no heartbeats until a new election"
+                );
+            } else {
+                tracing::info!(term, "heartbeats on again");
+            }
+        }
         let role = match state {
             S::Leader if since_ack.is_some_and(|ms| ms > stale_ms) => Role::Looking,
             S::Leader => Role::Leader,

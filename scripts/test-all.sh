@@ -48,6 +48,7 @@ suite metrics "Prometheus metrics where scrapers look: metricsProvider.httpPort,
 suite config "zoo.cfg keys as docs/config.md says: Debian's shipped zoo.cfg and every documented key at its default start both servers; zkr logs exactly the keys called ignored" bash tests/interop/config/run.sh
 suite dubbo "Dubbo interop: unmodified Dubbo 3.3 and 3.2 (Maven Central) vs Debian ZooKeeper and zkr" bash tests/interop/dubbo/run.sh
 suite clients "other ecosystems' clients (kazoo recipes + kazoo's own tests, Go, Node, C cli_mt), zkr vs ZooKeeper" bash tests/interop/clients/run.sh
+suite kazoo-ensemble "kazoo 2.11's own test suite on 3-member ensembles (kazoo's launcher, ZOOKEEPER_CLUSTER_SIZE=3): Debian ZooKeeper vs zkr" bash tests/interop/kazoo-ensemble/run.sh
 suite hostile "hostile input: ACL matrix vs Debian ZooKeeper (limits, garbage, fuzzing run in cargo test)" bash tests/interop/hostile/run.sh
 suite tls "TLS (secureClientPort, x509) and SASL DIGEST-MD5: Java client and kazoo, zkr vs Debian ZooKeeper" bash tests/interop/tls/run.sh
 suite docker "Docker image without an engine: docker-compose config, entrypoint files vs the official zookeeper image's, the compose file's 3 members as processes (leader, failover)" bash tests/interop/docker/run.sh

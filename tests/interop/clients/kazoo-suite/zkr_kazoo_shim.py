@@ -9,9 +9,12 @@ deselected for both servers by run.sh with a stated reason.
 
 With ZKR_KAZOO_LAUNCH=zookeeper or =zkr, kazoo's own launcher runs instead (ZookeeperCluster:
 certificates made with pyOpenSSL, a JKS key and trust store written with pyjks, its zoo.cfg with
-ssl.keyStore.location=keystore.jks and no type); with =zkr the process it starts is
-`$ZKR_BIN serve --config <kazoo's zoo.cfg>` instead of `java ... QuorumPeerMain <zoo.cfg>`.
-tests/interop/tls/run.sh uses this for kazoo's TestSSLClient.
+ssl.keyStore.location=keystore.jks and no type; with ZOOKEEPER_CLUSTER_SIZE=3, three members with
+server.N lines, myid files and peerType); with =zkr the process it starts is
+`$ZKR_BIN serve --config <kazoo's zoo.cfg>` (plus the zkr flags of the JVM system properties it
+passes, see _zkr_flags) instead of `java ... QuorumPeerMain <zoo.cfg>`.
+tests/interop/tls/run.sh uses this for kazoo's TestSSLClient, tests/interop/kazoo-ensemble/run.sh
+for kazoo's whole suite on a 3-member ensemble.
 """
 
 import os
@@ -36,33 +39,82 @@ if LAUNCH is None:
 
     _common.ZookeeperCluster = _NoCluster
     sys.modules["kazoo.testing.common"] = _common
-elif LAUNCH == "zkr":
+else:
     import subprocess
 
     import kazoo.testing.common as _real_common
 
-    class _ZkrInsteadOfJava:
-        """kazoo.testing.common's `subprocess`, with Popen starting zkr on kazoo's zoo.cfg."""
+    _MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
+
+    class _Launcher:
+        """kazoo.testing.common's `subprocess`: with ZKR_KAZOO_LAUNCH=zkr, Popen starts zkr on
+        kazoo's zoo.cfg instead of `java ... QuorumPeerMain <zoo.cfg>`; with either launch, a
+        member's output goes to a log kept in ZKR_KAZOO_LOG_DIR (when set) and its pid is
+        appended to ZKR_KAZOO_PID_FILE (when set), so that the suite can stop members a killed
+        pytest left behind."""
 
         def __getattr__(self, name):
             return getattr(subprocess, name)
 
         @staticmethod
         def Popen(args, **kw):
-            main = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
-            if main in args:
-                cfg = args[args.index(main) + 1]
-                args = [os.environ["ZKR_BIN"], "serve", "--config", cfg]
+            if _MAIN not in args:
+                return subprocess.Popen(args, **kw)
+            cfg = args[args.index(_MAIN) + 1]
+            if LAUNCH == "zkr":
+                args = [os.environ["ZKR_BIN"], "serve", "--config", cfg] + _zkr_flags(args)
                 if os.environ.get("ZKR_KAZOO_LAUNCH_LOG"):
                     with open(os.environ["ZKR_KAZOO_LAUNCH_LOG"], "a") as f, open(cfg) as c:
                         ssl_lines = [x.strip() for x in c if x.startswith(("ssl.", "secureClientPort"))]
                         f.write(" ".join(args) + "\n" + "\n".join(ssl_lines) + "\n")
-                log = open(os.path.join(os.path.dirname(cfg), "zkr.log"), "ab")
+            log_path = _log_path(cfg)
+            if log_path:
+                log = open(log_path, "ab")
+                test = os.environ.get("PYTEST_CURRENT_TEST", "-")
+                log.write(("== %s (test: %s)\n" % (" ".join(args), test)).encode())
+                log.flush()
                 kw.setdefault("stdout", log)
                 kw.setdefault("stderr", log)
-            return subprocess.Popen(args, **kw)
+            proc = subprocess.Popen(args, **kw)
+            if os.environ.get("ZKR_KAZOO_PID_FILE"):
+                with open(os.environ["ZKR_KAZOO_PID_FILE"], "a") as f:
+                    f.write("%d %s\n" % (proc.pid, cfg))
+            return proc
 
-    _real_common.subprocess = _ZkrInsteadOfJava()
+    def _zkr_flags(java_args):
+        """zkr's flags for the JVM system properties kazoo's launcher passes to ZooKeeper.
+
+        -Dzookeeper.DigestAuthenticationProvider.superDigest=X is --super-digest X (kazoo sets it
+        from ZooKeeper 3.5 on: user super, password test). -Djava.security.auth.login.config=F is
+        --jaas-config F when F has a Server section; kazoo writes an empty file unless
+        ZOOKEEPER_JAAS_AUTH is set, and ZooKeeper then serves no SASL, as zkr does without the
+        flag. The others (-Dreadonlymode.enabled=true, logging, file.encoding) have no zkr flag.
+        """
+        flags = []
+        for a in java_args:
+            if a.startswith("-Dzookeeper.DigestAuthenticationProvider.superDigest="):
+                flags += ["--super-digest", a.split("=", 1)[1]]
+            elif a.startswith("-Djava.security.auth.login.config="):
+                path = a.split("=", 1)[1]
+                if os.path.exists(path) and "Server" in open(path).read():
+                    flags += ["--jaas-config", path]
+        return flags
+
+    def _log_path(cfg):
+        """A member's log: kept in ZKR_KAZOO_LOG_DIR as port<clientPort>.<kazoo's dir>.log, else
+        zkr.log beside kazoo's zoo.cfg (removed with it); ZooKeeper's output is left alone then."""
+        keep = os.environ.get("ZKR_KAZOO_LOG_DIR")
+        if not keep:
+            return os.path.join(os.path.dirname(cfg), "zkr.log") if LAUNCH == "zkr" else None
+        os.makedirs(keep, exist_ok=True)
+        member = "member"
+        with open(cfg) as c:
+            for line in c:
+                if line.startswith("clientPort="):
+                    member = "port" + line.split("=", 1)[1].strip()
+        return os.path.join(keep, "%s.%s.log" % (member, os.path.basename(os.path.dirname(cfg))))
+
+    _real_common.subprocess = _Launcher()
 
 import kazoo.testing.harness as harness  # noqa: E402
 

@@ -101,6 +101,10 @@ pub struct ServeArgs {
     /// This member's id in an ensemble (ZooKeeper's myid file); needs --peers or server.N lines.
     #[arg(long)]
     pub id: Option<u64>,
+    /// Serve read-only sessions while cut off from the ensemble's quorum (ZooKeeper's
+    /// `-Dreadonlymode.enabled=true`; zoo.cfg `readonlymode.enabled=true` works too).
+    #[arg(long)]
+    pub readonlymode_enabled: Option<bool>,
     /// The ensemble's members and their peer ports: `1=host:port,2=host:port,…`
     /// (zoo.cfg's server.N lines: `N=host:peerPort:electionPort[:observer]` is accepted too).
     #[arg(long)]
@@ -295,6 +299,8 @@ pub struct Config {
     pub sasl_super_user: Option<String>,
     /// The ensemble this server is a member of; `None` standalone.
     pub ensemble: Option<crate::raft::members::Ensemble>,
+    /// Read-only mode: a member cut off from the quorum serves clients that allow it, read-only.
+    pub read_only_enabled: bool,
     /// Hard quota limits refuse writes (zoo.cfg enforceQuota; off by default, as in ZooKeeper).
     pub enforce_quota: bool,
     /// Where Prometheus metrics are served (`metricsProvider.className` =
@@ -335,6 +341,7 @@ impl Default for Config {
             sasl_users: None,
             sasl_super_user: None,
             ensemble: None,
+            read_only_enabled: false,
             enforce_quota: false,
             metrics: None,
         }
@@ -343,6 +350,7 @@ impl Default for Config {
 
 /// Keys zkr reads.
 const USED: &[&str] = &[
+    "readonlymode.enabled",
     "initLimit",
     "syncLimit",
     "standaloneEnabled",
@@ -659,6 +667,12 @@ impl Config {
         if c.container_check_interval_ms == 0 {
             return Err(ConfigError::Invalid("container check interval must be positive".into()));
         }
+        // ZooKeeper reads the system property; deployments set it in SERVER_JVMFLAGS or JVMFLAGS.
+        let from_jvm_flags = ["SERVER_JVMFLAGS", "JVMFLAGS"]
+            .iter()
+            .any(|v| std::env::var(v).is_ok_and(|f| f.split_whitespace().any(|a| a == "-Dreadonlymode.enabled=true")));
+        let from_file = file.and_then(|f| f.keys.get("readonlymode.enabled")).is_some_and(|(v, _)| v == "true");
+        c.read_only_enabled = args.readonlymode_enabled.unwrap_or(from_file || from_jvm_flags);
         let file_keys = file.map(|f| (f.name.as_str(), &f.keys));
         c.ensemble = crate::raft::members::resolve(file_keys, args.id, args.peers.as_deref(), &c.data_dir)?;
         let me = match &c.ensemble {

@@ -522,3 +522,61 @@ async fn a_leader_without_its_quorum_stops_serving_and_the_ensemble_recovers() {
     converged(&cl).await;
     cl.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_member_cut_off_serves_read_only_sessions_in_read_only_mode() {
+    let mut cfgs = ensemble_configs(3);
+    for c in &mut cfgs {
+        c.read_only_enabled = true;
+    }
+    let mut cl = Cluster::start_with(cfgs).await;
+    let leader = cl.leader().await;
+    let c = client(&cl.addr(leader)).await;
+    c.create("/ro", b"data", &persistent()).await.unwrap();
+    let lone = cl.follower(leader);
+    client(&cl.addr(lone)).await.sync("/ro").await.unwrap();
+    let others: Vec<usize> = (0..3).filter(|i| *i != lone).collect();
+    cl.stop(others[0]).await;
+    cl.stop(others[1]).await;
+    common::eventually("the member left alone goes read-only", || async {
+        four_letter(&cl.addr(lone), "isro").await == "ro"
+    })
+    .await;
+    assert!(four_letter(&cl.addr(lone), "srvr").await.contains("Mode: read-only"));
+    // A client that does not allow read-only is refused; one that does is served reads only.
+    let mut rw = common::Raw::open(&cl.addr(lone)).await;
+    assert!(rw.handshake(common::new_session(4000)).await.is_none(), "a read-write client is refused");
+    let mut req = common::new_session(4000);
+    req.read_only = Some(true);
+    let mut ro = common::Raw::open(&cl.addr(lone)).await;
+    let resp = ro.handshake(req).await.expect("a read-only client is served");
+    assert_eq!(resp.read_only, Some(true));
+    assert_ne!(resp.session_id, 0);
+    let get = zkr::proto::Request {
+        xid: 1,
+        op: zkr::proto::OpCode::GetData,
+        body: zkr::proto::RequestBody::PathWatch { path: "/ro".into(), watch: false },
+    };
+    let (h, body) = ro.call(&get).await;
+    assert_eq!(h.err, 0);
+    assert!(matches!(body, zkr::proto::Response::GetData { ref data, .. } if data.as_deref() == Some(&b"data"[..])));
+    let set = zkr::proto::Request {
+        xid: 2,
+        op: zkr::proto::OpCode::SetData,
+        body: zkr::proto::RequestBody::SetData { path: "/ro".into(), data: None, version: -1 },
+    };
+    let (h, _) = ro.call(&set).await;
+    assert_eq!(h.err, zkr::proto::ErrorCode::NotReadOnly.code());
+    // The quorum comes back: the read-only connection is closed, writes work again.
+    cl.restart(others[0]).await;
+    cl.restart(others[1]).await;
+    cl.leader().await;
+    assert!(ro.recv(zkr::proto::OpCode::GetData).await.is_none(), "read-only connections close");
+    let c = zk::Client::connector()
+        .session_timeout(Duration::from_secs(6))
+        .connect(&cl.connect_string())
+        .await
+        .expect("client connects");
+    c.set_data("/ro", b"rw", None).await.unwrap();
+    cl.shutdown().await;
+}

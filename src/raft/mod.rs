@@ -85,9 +85,9 @@ pub fn stale_after(cfg: &Config, ens: &Ensemble) -> Duration {
 }
 
 /// The core's ensemble state and the proposals' channel for a recovered member.
-pub fn core_side(me: u64, rec: &Recovered) -> (Replicated, mpsc::UnboundedReceiver<Proposal>) {
+pub fn core_side(me: u64, rec: &Recovered, read_only: bool) -> (Replicated, mpsc::UnboundedReceiver<Proposal>) {
     let (tx, rx) = mpsc::unbounded_channel();
-    (Replicated::new(me, tx, rec.applied, rec.membership.clone()), rx)
+    (Replicated::new(me, tx, rec.applied, rec.membership.clone()).with_read_only(read_only), rx)
 }
 
 /// True if `dir` holds no Raft state yet (a new member, or one whose data was wiped).

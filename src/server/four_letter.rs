@@ -42,7 +42,8 @@ pub async fn render(word: &str, ops: &Ops) -> String {
     match word {
         // ruok and isro answer without a newline, as ZooKeeper does.
         "ruok" => "imok".to_owned(),
-        "isro" => "rw".to_owned(),
+        // IsroCommand: "ro" while a ReadOnlyZooKeeperServer serves.
+        "isro" => if ops.mode() == "read-only" { "ro" } else { "rw" }.to_owned(),
         "srvr" => server_stats(ops, false).await,
         "stat" => server_stats(ops, true).await,
         "mntr" => {

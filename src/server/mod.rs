@@ -419,7 +419,7 @@ async fn start_member(
         "ensemble member recovered its snapshot; the log is applied as the ensemble commits it"
     );
     let durable = Arc::new(std::sync::atomic::AtomicI64::new(rec.tree.last_zxid()));
-    let (repl, proposals) = crate::raft::core_side(me, &rec);
+    let (repl, proposals) = crate::raft::core_side(me, &rec, cfg.read_only_enabled);
     let (core_tx, core_rx) = mpsc::channel(CORE_QUEUE);
     let crate::raft::Recovered { tree, applied, membership, log, snap_dir } = rec;
     let core = Core::new(cfg.clone(), tree, secret, None, durable.clone(), stats.clone(), Some(repl));

@@ -8,6 +8,7 @@
 use super::core::{CoreMsg, CoreStats, Inspection};
 use super::stats::ServerStats;
 use crate::config::Config;
+use crate::server::core::replicated::Role;
 use crate::session::ConnId;
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -109,7 +110,7 @@ impl Ops {
     pub fn leader_uptime_ms(&self) -> u64 {
         let Some(m) = &self.member else { return 0 };
         let since = m.status.leader_since.load(Ordering::Acquire);
-        if since == 0 || m.status.role.lock().0 != crate::server::core::replicated::Role::Leader {
+        if since == 0 || m.status.role.lock().0 != Role::Leader {
             return 0;
         }
         crate::session::mono_ms().saturating_sub(since)
@@ -119,6 +120,8 @@ impl Ops {
     pub fn mode(&self) -> &'static str {
         match &self.member {
             None => "standalone",
+            // Cut off from the quorum with read-only mode on: ReadOnlyZooKeeperServer's state.
+            Some(m) if self.cfg.read_only_enabled && m.status.role.lock().0 == Role::Looking => "read-only",
             Some(m) => m.status.role.lock().0.name(),
         }
     }
@@ -256,6 +259,7 @@ impl Ops {
                             "leader" => "leading - broadcast",
                             "follower" => "following - broadcast",
                             "observer" => "observing - broadcast",
+                            "read-only" => "read-only",
                             _ => "looking",
                         }
                         .to_owned(),

@@ -136,6 +136,8 @@ struct Conn {
     queue: std::collections::VecDeque<Request>,
     /// Ensemble: proposals of this connection not yet applied here.
     in_flight: u32,
+    /// A read-only session's connection (a member cut off from the quorum in read-only mode).
+    read_only: bool,
 }
 
 pub struct Core {
@@ -502,6 +504,9 @@ impl Core {
         self.expiry.touch(sid, self.now_ms(), timeout);
         if let Some(r) = self.repl.as_deref_mut() {
             r.touched(sid);
+        }
+        if self.repl.is_some() && self.serve_read_only(conn, sid, &req) {
+            return;
         }
         let xid = req.xid;
         let op = req.op;

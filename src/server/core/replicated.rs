@@ -162,6 +162,10 @@ pub struct Replicated {
     /// Leader: sessions whose expiry is proposed, paths whose reaping is.
     closing: HashSet<SessionId>,
     reaping: HashSet<String>,
+    /// Read-only mode is on (`readonlymode.enabled`).
+    read_only_enabled: bool,
+    /// Sessions created while read-only: local to this member, gone when it rejoins a quorum.
+    ro_sessions: HashSet<SessionId>,
 }
 
 impl Replicated {
@@ -186,7 +190,19 @@ impl Replicated {
             syncs: Vec::new(),
             closing: HashSet::new(),
             reaping: HashSet::new(),
+            read_only_enabled: false,
+            ro_sessions: HashSet::new(),
         }
+    }
+
+    /// Turns read-only mode on (ZooKeeper's `readonlymode.enabled`).
+    pub fn with_read_only(mut self, enabled: bool) -> Replicated {
+        self.read_only_enabled = enabled;
+        self
+    }
+
+    pub fn read_only_enabled(&self) -> bool {
+        self.read_only_enabled
     }
 
     /// A member serves clients only while it has a leader.
@@ -516,10 +532,22 @@ impl Core {
         }
         if role == Role::Looking {
             // No leader: nothing can be served here (ZooKeeper shuts its client server down
-            // while LOOKING); clients move to another member and keep their sessions.
-            let conns: Vec<ConnId> = self.conns.keys().copied().collect();
+            // while LOOKING); clients move to another member and keep their sessions. Read-only
+            // sessions (read-only mode) stay while the member stays cut off.
+            let conns: Vec<ConnId> = self.conns.iter().filter(|(_, c)| !c.read_only).map(|(id, _)| *id).collect();
             for c in conns {
                 self.close_conn(c);
+            }
+        } else if was.0 == Role::Looking {
+            // Back in a quorum: read-only connections close, so their clients look for a
+            // read-write server (ZooKeeper stops its ReadOnlyZooKeeperServer the same way).
+            let conns: Vec<ConnId> = self.conns.iter().filter(|(_, c)| c.read_only).map(|(id, _)| *id).collect();
+            for c in conns {
+                self.close_conn(c);
+            }
+            let local: Vec<SessionId> = self.repl().map(|r| r.ro_sessions.drain().collect()).unwrap_or_default();
+            for sid in local {
+                self.sessions.remove(&sid);
             }
         }
     }
@@ -606,6 +634,72 @@ impl Core {
             }
             Role::Looking => {}
         }
+    }
+
+    /// A client that allows read-only mode, on a member cut off from the quorum: its session is
+    /// served read-only (ReadOnlyZooKeeperServer). A new one is local to this member; an
+    /// existing one is re-attached after the usual password check, without the log.
+    pub(super) fn connect_read_only(&mut self, id: ConnId, req: ConnectRequest) {
+        if let Some(c) = self.conns.get_mut(&id) {
+            c.read_only = true;
+        }
+        let timeout =
+            req.timeout_ms.clamp(self.cfg.min_session_timeout_ms as i32, self.cfg.max_session_timeout_ms as i32);
+        let Some(c) = self.conns.get(&id) else { return };
+        let mut ids = vec![Id::new("ip", &c.handle.peer.to_string())];
+        ids.extend(c.handle.tls_ids.iter().cloned());
+        let sid = if req.session_id == 0 {
+            let sid = self.next_session;
+            self.next_session += 1;
+            self.sessions.insert(sid, Session { timeout_ms: timeout, conn: Some(id), ids });
+            if let Some(r) = self.repl() {
+                r.ro_sessions.insert(sid);
+            }
+            tracing::info!(session = format!("0x{sid:x}"), "read-only session created");
+            sid
+        } else {
+            let sid = req.session_id;
+            let replicated = self.tree.sessions().get(&sid).and_then(|s| s.password);
+            let local = self.repl.as_ref().is_some_and(|r| r.ro_sessions.contains(&sid));
+            let known = self.sessions.contains_key(&sid)
+                && match replicated {
+                    Some(p) => crate::session::same_password(&p, &req.password),
+                    None => local && self.passwords.verify(sid, &req.password),
+                };
+            if !known {
+                self.send(id, Outbound::Connected(ConnectResponse::expired()));
+                self.close_conn(id);
+                return;
+            }
+            if let Some(s) = self.sessions.get_mut(&sid) {
+                s.conn = Some(id);
+                s.ids = ids;
+            }
+            sid
+        };
+        self.attached(id, sid, timeout);
+    }
+
+    /// A request on a read-only connection: writes get NotReadOnly (ReadOnlyRequestProcessor's
+    /// list); closeSession ends the connection without the log. `true` if it was handled here.
+    pub(super) fn serve_read_only(&mut self, conn: ConnId, sid: SessionId, req: &Request) -> bool {
+        if !self.conns.get(&conn).is_some_and(|c| c.read_only) {
+            return false;
+        }
+        if req.op == OpCode::CloseSession {
+            if self.repl().is_some_and(|r| r.ro_sessions.remove(&sid)) {
+                self.sessions.remove(&sid);
+            }
+            let zxid = self.tree.last_zxid();
+            self.send(conn, Outbound::Reply(ReplyHeader { xid: req.xid, zxid, err: 0 }, Response::Empty));
+            self.close_conn(conn);
+            return true;
+        }
+        if is_proposal(req) || req.op == OpCode::Check {
+            self.reply(conn, req.xid, Err(ErrorCode::NotReadOnly));
+            return true;
+        }
+        false
     }
 
     /// This member's role, leader and last applied index (for the operator views).

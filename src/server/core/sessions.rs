@@ -10,14 +10,20 @@ impl Core {
         let ids = crate::authinfo::from_added(
             std::iter::once(Id::new("ip", &peer.to_string())).chain(conn.tls_ids.iter().cloned()),
         );
-        self.conns
-            .insert(id, Conn { handle: conn, session: None, sasl: None, queue: Default::default(), in_flight: 0 });
+        self.conns.insert(
+            id,
+            Conn { handle: conn, session: None, sasl: None, queue: Default::default(), in_flight: 0, read_only: false },
+        );
         let last = self.tree.last_zxid();
         if req.last_zxid_seen > last {
             // ZooKeeper refuses a client that has seen a newer state, without a response.
             tracing::warn!(conn = id, %peer, client_zxid = format!("0x{:x}", req.last_zxid_seen), our_zxid = format!("0x{last:x}"),
                 "refusing session: client has seen a zxid ahead of this server");
             self.close_conn(id);
+            return;
+        }
+        if self.repl.as_ref().is_some_and(|r| !r.serving() && r.read_only_enabled()) && req.read_only == Some(true) {
+            self.connect_read_only(id, req);
             return;
         }
         if self.repl.as_ref().is_some_and(|r| !r.serving()) {
@@ -91,7 +97,7 @@ impl Core {
             timeout_ms: timeout,
             session_id: sid,
             password,
-            read_only: Some(false),
+            read_only: Some(self.conns.get(&id).is_some_and(|c| c.read_only)),
         };
         self.send(id, Outbound::Connected(resp));
     }

@@ -88,12 +88,15 @@ else:
         from ZooKeeper 3.5 on: user super, password test). -Djava.security.auth.login.config=F is
         --jaas-config F when F has a Server section; kazoo writes an empty file unless
         ZOOKEEPER_JAAS_AUTH is set, and ZooKeeper then serves no SASL, as zkr does without the
-        flag. The others (-Dreadonlymode.enabled=true, logging, file.encoding) have no zkr flag.
+        flag. -Dreadonlymode.enabled=true is --readonlymode-enabled true. The others (logging,
+        file.encoding) have no zkr flag.
         """
         flags = []
         for a in java_args:
             if a.startswith("-Dzookeeper.DigestAuthenticationProvider.superDigest="):
                 flags += ["--super-digest", a.split("=", 1)[1]]
+            elif a == "-Dreadonlymode.enabled=true":
+                flags += ["--readonlymode-enabled", "true"]
             elif a.startswith("-Djava.security.auth.login.config="):
                 path = a.split("=", 1)[1]
                 if os.path.exists(path) and "Server" in open(path).read():

@@ -13,8 +13,19 @@ use zkr::server::core::replicated::Role;
 use zkr::server::Server;
 use zookeeper_client as zk;
 
+/// A free port below the kernel's ephemeral range (32768 up): a port the kernel handed out
+/// and we released could be taken by another test's outgoing connection before the member
+/// binds it; ports from this range are only ever handed out here.
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let offset = (std::process::id() % 400) * 40;
+    loop {
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let port = (12_000 + (offset + n) % 20_000) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
 }
 
 /// Configs for an ensemble of `n` on loopback, each with its own data directory.
@@ -578,5 +589,53 @@ async fn a_member_cut_off_serves_read_only_sessions_in_read_only_mode() {
         .await
         .expect("client connects");
     c.set_data("/ro", b"rw", None).await.unwrap();
+    cl.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn reconfig_adds_and_removes_members_like_zookeeper() {
+    let mut cfgs = ensemble_configs(3);
+    for c in &mut cfgs {
+        c.super_digest = Some("super:D/InIHSb7yEEbrWz8b9l71RjZJU=".into());
+        if let Some(e) = &mut c.ensemble {
+            e.reconfig_enabled = true;
+        }
+    }
+    let cl = Cluster::start_with(cfgs).await;
+    let leader = cl.leader().await;
+    let f = cl.follower(leader);
+    let anyone = client(&cl.addr(f)).await;
+    let joining = format!("server.100=0.0.0.0:{}:{}:observer;0.0.0.0:{}", free_port(), free_port(), free_port());
+    fn inc<'a>(
+        j: &'a [&'a str],
+        l: &'a [&'a str],
+    ) -> zk::EnsembleUpdate<'a, std::iter::Copied<std::slice::Iter<'a, &'a str>>> {
+        // Joinings and leavings share one iterator type: both lists are given as slices.
+        zk::EnsembleUpdate::Incremental { joinings: j.iter().copied(), leavings: l.iter().copied() }
+    }
+    let j = [joining.as_str()];
+    assert_eq!(anyone.update_ensemble(inc(&j, &[]), None).await.unwrap_err(), zk::Error::NoAuth, "only super");
+    assert!(matches!(
+        anyone.update_ensemble(inc(&["some thing"], &[]), None).await.unwrap_err(),
+        zk::Error::BadArguments(_)
+    ));
+    let admin = client(&cl.addr(f)).await;
+    admin.auth("digest".into(), b"super:test".to_vec()).await.unwrap();
+    let (data, stat) = admin.update_ensemble(inc(&j, &[]), None).await.unwrap();
+    let text = String::from_utf8(data).unwrap();
+    assert!(text.lines().any(|l| l == joining), "{text}");
+    assert!(stat.version >= 1);
+    let (data, _) = admin.update_ensemble(inc(&[], &["100"]), None).await.unwrap();
+    let text = String::from_utf8(data).unwrap();
+    assert!(!text.contains("server.100="), "{text}");
+    let version = i64::from_str_radix(text.lines().last().unwrap().trim_start_matches("version="), 16).unwrap();
+    assert_eq!(admin.update_ensemble(inc(&j, &[]), Some(version + 1)).await.unwrap_err(), zk::Error::BadVersion);
+    // Every member shows the same configuration.
+    for i in 0..3 {
+        let c = client(&cl.addr(i)).await;
+        c.sync("/").await.unwrap();
+        let cfg = String::from_utf8(c.get_config().await.unwrap().0).unwrap();
+        assert_eq!(cfg, text, "member {i}");
+    }
     cl.shutdown().await;
 }

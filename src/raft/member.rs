@@ -218,6 +218,13 @@ async fn serve_forward(s: TcpStream, raft: &Raft, core: &mpsc::Sender<CoreMsg>) 
                 });
             }
             ForwardMsg::Touch(sids) => to_core(core, ReplMsg::Touch(sids)).await,
+            ForwardMsg::Reconfig { seq, plan } => {
+                let (raft, tx) = (raft.clone(), tx.clone());
+                tokio::spawn(async move {
+                    let result = run_reconfig(&raft, plan).await.map_err(|e| e.map(|c| c.code()));
+                    let _ = tx.send(ForwardReply::Reconfig { seq, result });
+                });
+            }
         }
     };
     drop(tx);
@@ -240,6 +247,23 @@ async fn submit(raft: &Raft, cmd: Command, seq: u64, failed: impl FnOnce(u64) + 
         Err(_) if seq != 0 => failed(seq),
         Err(_) => {}
     }
+}
+
+/// How long a joining participant may take to catch up before a reconfig gives up.
+static CATCH_UP: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+
+/// Sets the catch-up limit of reconfigs (initLimit ticks, ZooKeeper's limit for a learner to sync).
+pub fn set_catch_up(d: Duration) {
+    let _ = CATCH_UP.set(d);
+}
+
+/// Carries out a reconfig on this (leader) member.
+async fn run_reconfig(raft: &Raft, plan: super::reconfig::Plan) -> Result<u64, Option<crate::proto::ErrorCode>> {
+    let wait = CATCH_UP.get().copied().unwrap_or(Duration::from_secs(20));
+    super::reconfig::execute(raft, plan, wait).await.map_err(|f| match f {
+        super::reconfig::Failed::Code(c) => Some(c),
+        super::reconfig::Failed::Unknown => None,
+    })
 }
 
 /// The leader's commit point, confirmed by a quorum (openraft's read index).
@@ -293,6 +317,13 @@ pub async fn propose(
                     });
                 }
                 Proposal::Touch(sids) => to_core(&core, ReplMsg::Touch(sids)).await,
+                Proposal::Reconfig { seq, plan } => {
+                    let (raft, core) = (raft.clone(), core.clone());
+                    tokio::spawn(async move {
+                        let result = run_reconfig(&raft, plan).await;
+                        to_core(&core, ReplMsg::ReconfigDone { seq, result }).await;
+                    });
+                }
             }
             continue;
         }
@@ -304,7 +335,11 @@ pub async fn propose(
             fwd = None;
         }
         if fwd.is_none() {
-            let addr = ensemble.read().members.get(&leader).map(|s| s.peer_addr());
+            // The leader's address from the replicated membership (reconfig may have added it),
+            // else from the configuration this member started with.
+            let from_membership =
+                raft.metrics().borrow().membership_config.membership().get_node(&leader).map(|n| n.peer_addr());
+            let addr = from_membership.or_else(|| ensemble.read().members.get(&leader).map(|s| s.peer_addr()));
             let Some(addr) = addr else {
                 refuse(&core, p).await;
                 continue;
@@ -327,6 +362,7 @@ pub async fn propose(
             Proposal::Command(cmd) => ForwardMsg::Propose(cmd),
             Proposal::ReadIndex { seq } => ForwardMsg::ReadIndex { seq },
             Proposal::Touch(sids) => ForwardMsg::Touch(sids),
+            Proposal::Reconfig { seq, plan } => ForwardMsg::Reconfig { seq, plan },
         };
         if let Some(f) = &mut fwd {
             if let Err(e) = network::write_frame(&mut f.wr, &msg).await {
@@ -346,6 +382,7 @@ async fn refuse(core: &mpsc::Sender<CoreMsg>, p: Proposal) {
             to_core(core, ReplMsg::ProposalFailed { seq: cmd.origin.seq }).await
         }
         Proposal::ReadIndex { seq } => to_core(core, ReplMsg::ReadIndex { seq, index: None }).await,
+        Proposal::Reconfig { seq, .. } => to_core(core, ReplMsg::ReconfigDone { seq, result: Err(None) }).await,
         _ => {}
     }
 }
@@ -364,6 +401,10 @@ async fn read_replies(
         match frame {
             Ok(ForwardReply::Failed { seq }) => to_core(&core, ReplMsg::ProposalFailed { seq }).await,
             Ok(ForwardReply::ReadIndex { seq, index }) => to_core(&core, ReplMsg::ReadIndex { seq, index }).await,
+            Ok(ForwardReply::Reconfig { seq, result }) => {
+                let result = result.map_err(|e| e.and_then(crate::proto::ErrorCode::from_i32));
+                to_core(&core, ReplMsg::ReconfigDone { seq, result }).await
+            }
             Err(_) => {
                 if !broken.swap(true, Ordering::AcqRel) {
                     to_core(&core, ReplMsg::ForwardLost).await;
@@ -440,8 +481,11 @@ pub async fn watch_role(
 
 /// The leader's duty for observers (`server.N=…:observer`): they join as openraft learners,
 /// which replicate the log and serve clients but never vote, as ZooKeeper's observers.
+/// An observer is added once: after that, only `reconfig` changes its membership (an observer
+/// that a reconfig removed stays removed while this process runs).
 pub async fn keep_observers(raft: Raft, ensemble: Arc<parking_lot::RwLock<Ensemble>>, shutdown: CancellationToken) {
     let mut every = tokio::time::interval(Duration::from_millis(500));
+    let mut seen = std::collections::HashSet::new();
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => break,
@@ -452,6 +496,7 @@ pub async fn keep_observers(raft: Raft, ensemble: Arc<parking_lot::RwLock<Ensemb
             let present: Vec<MemberId> = m.membership_config.membership().nodes().map(|(id, _)| *id).collect();
             (m.state == openraft::ServerState::Leader, present)
         };
+        seen.extend(present.iter().copied());
         if !leader {
             continue;
         }
@@ -459,7 +504,7 @@ pub async fn keep_observers(raft: Raft, ensemble: Arc<parking_lot::RwLock<Ensemb
             .read()
             .members
             .iter()
-            .filter(|(id, s)| s.observer && !present.contains(id))
+            .filter(|(id, s)| s.observer && !present.contains(id) && !seen.contains(id))
             .map(|(id, s)| (*id, s.clone()))
             .collect();
         for (id, spec) in missing {

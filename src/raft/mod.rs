@@ -16,6 +16,7 @@ pub mod log_store;
 pub mod member;
 pub mod members;
 pub mod network;
+pub mod reconfig;
 pub mod state_machine;
 pub mod types;
 

@@ -105,6 +105,7 @@ pub enum ForwardMsg {
     Propose(Command),
     ReadIndex { seq: u64 },
     Touch(Vec<SessionId>),
+    Reconfig { seq: u64, plan: super::reconfig::Plan },
 }
 
 /// Leader → follower on a forward stream.
@@ -114,6 +115,9 @@ pub enum ForwardReply {
     Failed { seq: u64 },
     /// The leader's commit point for a sync (None: not leader, or no quorum).
     ReadIndex { seq: u64, index: Option<u64> },
+    /// A reconfig's outcome: its last membership entry's index, an error code for the client,
+    /// or `Err(None)` when its fate is unknown.
+    Reconfig { seq: u64, result: Result<u64, Option<i32>> },
 }
 
 /// Opens a peer connection of `kind` to `addr`.

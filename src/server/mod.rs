@@ -451,6 +451,7 @@ async fn start_member(
     let shared = Arc::new(parking_lot::RwLock::new(ens.clone()));
     tokio::spawn(member::propose(me, shared.clone(), raft.clone(), core_tx.clone(), proposals, shutdown.clone()));
     tokio::spawn(member::keep_observers(raft.clone(), shared.clone(), shutdown.clone()));
+    member::set_catch_up(Duration::from_millis((cfg.tick_time_ms as u64 * ens.init_limit as u64).max(2000)));
     let stale = crate::raft::stale_after(cfg, ens);
     tokio::spawn(member::watch_role(raft.clone(), core_tx.clone(), status.clone(), stale, shutdown.clone()));
     tracing::info!(id = me, peer = %peer_addr, members = ens.members.len(), "ensemble member started");

@@ -70,6 +70,11 @@ pub enum Proposal {
     },
     /// Sessions heard from on this member since the last report (for the leader's expiry).
     Touch(Vec<SessionId>),
+    /// A checked reconfig for the leader to carry out (answered with `ReplMsg::ReconfigDone`).
+    Reconfig {
+        seq: u64,
+        plan: crate::raft::reconfig::Plan,
+    },
 }
 
 /// A consistent view of the applied state, for openraft's snapshot builder.
@@ -99,6 +104,12 @@ pub enum ReplMsg {
     },
     /// Leader: sessions another member heard from.
     Touch(Vec<SessionId>),
+    /// A reconfig's outcome: the log index of its last membership entry, an error for the
+    /// client, or `Err(None)` when its fate is unknown.
+    ReconfigDone {
+        seq: u64,
+        result: Result<u64, Option<ErrorCode>>,
+    },
     SnapshotView(tokio::sync::oneshot::Sender<SnapshotView>),
     /// A snapshot from the leader replaces the whole state.
     Install {
@@ -117,6 +128,7 @@ impl std::fmt::Debug for ReplMsg {
             ReplMsg::ForwardLost => f.write_str("ForwardLost"),
             ReplMsg::ReadIndex { seq, index } => write!(f, "ReadIndex({seq}, {index:?})"),
             ReplMsg::Touch(v) => write!(f, "Touch({})", v.len()),
+            ReplMsg::ReconfigDone { seq, result } => write!(f, "ReconfigDone({seq}, {result:?})"),
             ReplMsg::SnapshotView(_) => f.write_str("SnapshotView"),
             ReplMsg::Install { log_id, .. } => write!(f, "Install({log_id:?})"),
         }
@@ -130,6 +142,7 @@ enum Waiting {
     Write { conn: ConnId, xid: i32 },
     Close { conn: ConnId, xid: i32 },
     Sync { conn: ConnId, xid: i32, path: String },
+    Reconfig { conn: ConnId, xid: i32 },
 }
 
 impl Waiting {
@@ -138,7 +151,8 @@ impl Waiting {
             Waiting::Session { conn, .. }
             | Waiting::Write { conn, .. }
             | Waiting::Close { conn, .. }
-            | Waiting::Sync { conn, .. } => *conn,
+            | Waiting::Sync { conn, .. }
+            | Waiting::Reconfig { conn, .. } => *conn,
         }
     }
 }
@@ -456,10 +470,61 @@ impl Core {
         }
     }
 
+    /// Answers a sync, or a reconfig, whose point this member has applied.
     fn answer_sync(&mut self, seq: u64) {
-        if let Some(Waiting::Sync { conn, xid, path }) = self.repl().and_then(|r| r.waiting.remove(&seq)) {
-            self.reply(conn, xid, Ok(Response::Path(path)));
-            self.finish(conn);
+        match self.repl().and_then(|r| r.waiting.remove(&seq)) {
+            Some(Waiting::Sync { conn, xid, path }) => {
+                self.reply(conn, xid, Ok(Response::Path(path)));
+                self.finish(conn);
+            }
+            Some(Waiting::Reconfig { conn, xid }) => {
+                // ReconfigRequest's answer: the new configuration's data and Stat.
+                let res = match self.tree.get("/zookeeper/config") {
+                    Some(n) => Ok(Response::GetData { data: n.data.clone(), stat: n.wire_stat() }),
+                    None => Err(ErrorCode::SystemError),
+                };
+                self.reply(conn, xid, res);
+                self.finish(conn);
+            }
+            _ => {}
+        }
+    }
+
+    /// `reconfig` on an ensemble with reconfigEnabled: checked here in PrepRequestProcessor's order
+    /// (syntax, the `fromConfig` version, then WRITE on /zookeeper/config, which only super
+    /// has; kazoo's TestReconfig pins that order), carried out by the leader.
+    pub(super) fn propose_reconfig(&mut self, conn: ConnId, sid: SessionId, xid: i32, body: &RequestBody) {
+        let RequestBody::Reconfig { joining, leaving, new_members, cur_config_id } = body else { return };
+        let Some(r) = self.repl.as_deref() else { return };
+        let current = r.membership.clone();
+        let planned =
+            crate::raft::reconfig::plan(joining.as_deref(), leaving.as_deref(), new_members.as_deref(), &current);
+        let plan = match planned {
+            Ok(p) => p,
+            Err(e) => return self.reply(conn, xid, Err(e)),
+        };
+        let version = current.log_id().map_or(0, |l| zxid_of(&l));
+        if *cur_config_id != -1 && *cur_config_id != version {
+            return self.reply(conn, xid, Err(ErrorCode::BadVersion));
+        }
+        let allowed = self
+            .tree
+            .get("/zookeeper/config")
+            .is_some_and(|n| acl::allows(&n.acl, crate::proto::perms::WRITE, ids_of(&self.sessions, sid)));
+        if !allowed {
+            return self.reply(conn, xid, Err(ErrorCode::NoAuth));
+        }
+        let Some(r) = self.repl.as_deref_mut() else { return };
+        r.next_seq += 1;
+        let seq = r.next_seq;
+        r.waiting.insert(seq, Waiting::Reconfig { conn, xid });
+        tracing::info!(?plan, "reconfig");
+        let sent = r.out.send(Proposal::Reconfig { seq, plan }).is_ok();
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.in_flight += 1;
+        }
+        if !sent {
+            self.fail(seq);
         }
     }
 
@@ -473,6 +538,21 @@ impl Core {
                 }
             }
             ReplMsg::ReadIndex { seq, index: None } => self.fail(seq),
+            ReplMsg::ReconfigDone { seq, result: Err(None) } => self.fail(seq),
+            ReplMsg::ReconfigDone { seq, result: Err(Some(code)) } => {
+                if let Some(Waiting::Reconfig { conn, xid }) = self.repl().and_then(|r| r.waiting.remove(&seq)) {
+                    self.reply(conn, xid, Err(code));
+                    self.finish(conn);
+                }
+            }
+            ReplMsg::ReconfigDone { seq, result: Ok(index) } => {
+                let Some(r) = self.repl() else { return };
+                if index <= r.applied_index() {
+                    self.answer_sync(seq);
+                } else {
+                    r.syncs.push((index, seq));
+                }
+            }
             ReplMsg::ReadIndex { seq, index: Some(index) } => {
                 let Some(r) = self.repl() else { return };
                 if index <= r.applied_index() {

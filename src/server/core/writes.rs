@@ -11,6 +11,11 @@ use super::*;
 impl Core {
     /// A write request (create, delete, setData, setACL, multi, reconfig) of session `sid`.
     pub(super) fn write(&mut self, conn: ConnId, sid: SessionId, xid: i32, op: OpCode, body: RequestBody) {
+        let reconfig_enabled = self.cfg.ensemble.as_ref().is_some_and(|e| e.reconfig_enabled);
+        if self.repl.is_some() && reconfig_enabled && matches!(body, RequestBody::Reconfig { .. }) {
+            self.propose_reconfig(conn, sid, xid, &body);
+            return;
+        }
         if self.repl.is_some() {
             self.propose_request(conn, sid, xid, op, body);
             return;

@@ -1,0 +1,197 @@
+//! Dynamic reconfiguration (ZooKeeper 3.5+'s `reconfig` op) as openraft membership changes.
+//!
+//! The member a client asks checks what ZooKeeper's PrepRequestProcessor checks (ACL, syntax,
+//! the `fromConfig` version) and turns the request into a `Plan`; the leader carries the plan
+//! out: observers join as learners, participants join as learners first and become voters once
+//! they have caught up (ZooKeeper requires a quorum of the new configuration to be connected:
+//! a participant that does not catch up in time fails with NewConfigNoQuorum), leaving members
+//! are removed. The membership entries, when applied, rewrite `/zookeeper/config`.
+
+use super::members::{parse_server, ServerSpec};
+use super::types::{Membership, Raft};
+use crate::proto::ErrorCode;
+use openraft::ChangeMembers;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+/// What a reconfig changes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Plan {
+    pub add: BTreeMap<u64, ServerSpec>,
+    pub remove: BTreeSet<u64>,
+}
+
+/// `server.N=spec` entries of a joining or newMembers string (comma or newline separated).
+fn servers(list: &str) -> Result<BTreeMap<u64, ServerSpec>, ErrorCode> {
+    let mut out = BTreeMap::new();
+    for item in list.split([',', '\n']).map(str::trim).filter(|s| !s.is_empty()) {
+        let (key, value) = item.split_once('=').ok_or(ErrorCode::BadArguments)?;
+        let id: u64 = key.trim().strip_prefix("server.").and_then(|n| n.parse().ok()).ok_or(ErrorCode::BadArguments)?;
+        let spec = parse_server(value).map_err(|_| ErrorCode::BadArguments)?;
+        if id == 0 || out.insert(id, spec).is_some() {
+            return Err(ErrorCode::BadArguments);
+        }
+    }
+    Ok(out)
+}
+
+/// Checks a reconfig against the current membership, as PrepRequestProcessor does: an
+/// incremental one (joining and/or leaving) or a whole new member list, never both.
+pub fn plan(
+    joining: Option<&str>,
+    leaving: Option<&str>,
+    new_members: Option<&str>,
+    current: &Membership,
+) -> Result<Plan, ErrorCode> {
+    let now: BTreeMap<u64, ServerSpec> = current.membership().nodes().map(|(id, n)| (*id, n.clone())).collect();
+    let voters: BTreeSet<u64> = current.membership().voter_ids().collect();
+    let mut plan = Plan::default();
+    let incremental = joining.is_some() || leaving.is_some();
+    match (incremental, new_members) {
+        (true, Some(_)) => return Err(ErrorCode::BadArguments),
+        (false, None) => return Err(ErrorCode::BadArguments),
+        (false, Some(list)) => {
+            let wanted = servers(list)?;
+            for id in now.keys().filter(|id| !wanted.contains_key(id)) {
+                plan.remove.insert(*id);
+            }
+            for (id, spec) in wanted {
+                match now.get(&id) {
+                    Some(cur) if voters.contains(&id) != spec.observer && same_addresses(cur, &spec) => {}
+                    // A role or address change of an existing member is not supported yet.
+                    Some(_) => return Err(ErrorCode::BadArguments),
+                    None => {
+                        plan.add.insert(id, spec);
+                    }
+                }
+            }
+        }
+        (true, _) => {
+            if let Some(list) = leaving {
+                for id in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+                    let id: u64 = id.parse().map_err(|_| ErrorCode::BadArguments)?;
+                    if !now.contains_key(&id) {
+                        return Err(ErrorCode::BadArguments);
+                    }
+                    plan.remove.insert(id);
+                }
+            }
+            if let Some(list) = joining {
+                for (id, spec) in servers(list)? {
+                    if now.contains_key(&id) || plan.remove.contains(&id) {
+                        return Err(ErrorCode::BadArguments);
+                    }
+                    plan.add.insert(id, spec);
+                }
+            }
+        }
+    }
+    let voters_after = voters.iter().filter(|id| !plan.remove.contains(id)).count()
+        + plan.add.values().filter(|s| !s.observer).count();
+    if voters_after == 0 {
+        return Err(ErrorCode::BadArguments);
+    }
+    Ok(plan)
+}
+
+fn same_addresses(a: &ServerSpec, b: &ServerSpec) -> bool {
+    (&a.host, a.peer_port, a.election_port) == (&b.host, b.peer_port, b.election_port)
+}
+
+/// Why a reconfig on the leader did not complete.
+pub enum Failed {
+    /// An answer for the client (NewConfigNoQuorum, ReconfigInProgress, BadArguments).
+    Code(ErrorCode),
+    /// Leadership moved or was lost: the outcome is unknown.
+    Unknown,
+}
+
+fn mapped<E: std::fmt::Display>(
+    r: Result<openraft::raft::ClientWriteResponse<super::types::Zkr>, openraft::error::RaftError<u64, E>>,
+) -> Result<u64, Failed> {
+    use openraft::error::RaftError;
+    match r {
+        Ok(resp) => Ok(resp.log_id.index),
+        Err(RaftError::APIError(e)) => {
+            let text = e.to_string();
+            tracing::info!("reconfig refused: {text}");
+            if text.contains("forward") || text.contains("Forward") {
+                Err(Failed::Unknown)
+            } else if text.contains("in progress") || text.contains("InProgress") || text.contains("joint") {
+                Err(Failed::Code(ErrorCode::ReconfigInProgress))
+            } else {
+                Err(Failed::Code(ErrorCode::BadArguments))
+            }
+        }
+        Err(RaftError::Fatal(_)) => Err(Failed::Unknown),
+    }
+}
+
+/// Carries a plan out on the leader; the log index of its last membership entry.
+pub async fn execute(raft: &Raft, plan: Plan, catch_up: Duration) -> Result<u64, Failed> {
+    let mut last = raft.metrics().borrow().membership_config.log_id().map_or(0, |l| l.index);
+    let observers: BTreeMap<u64, ServerSpec> =
+        plan.add.iter().filter(|(_, s)| s.observer).map(|(i, s)| (*i, s.clone())).collect();
+    let participants: BTreeMap<u64, ServerSpec> =
+        plan.add.iter().filter(|(_, s)| !s.observer).map(|(i, s)| (*i, s.clone())).collect();
+    if !observers.is_empty() {
+        last = mapped(raft.change_membership(ChangeMembers::AddNodes(observers), true).await)?;
+    }
+    for (id, spec) in &participants {
+        match tokio::time::timeout(catch_up, raft.add_learner(*id, spec.clone(), true)).await {
+            Ok(r) => last = mapped(r)?,
+            Err(_) => {
+                // Not caught up in time: ZooKeeper's "no quorum of the new config is connected".
+                let ids: BTreeSet<u64> = participants.keys().copied().collect();
+                let _ = raft.change_membership(ChangeMembers::RemoveNodes(ids), false).await;
+                return Err(Failed::Code(ErrorCode::NewConfigNoQuorum));
+            }
+        }
+    }
+    if !participants.is_empty() {
+        let ids: BTreeSet<u64> = participants.keys().copied().collect();
+        last = mapped(raft.change_membership(ChangeMembers::AddVoterIds(ids), false).await)?;
+    }
+    if !plan.remove.is_empty() {
+        let voters: BTreeSet<u64> = raft.metrics().borrow().membership_config.membership().voter_ids().collect();
+        let (gone_voters, gone_learners): (BTreeSet<u64>, BTreeSet<u64>) =
+            plan.remove.iter().partition(|id| voters.contains(id));
+        if !gone_voters.is_empty() {
+            last = mapped(raft.change_membership(ChangeMembers::RemoveVoters(gone_voters), false).await)?;
+        }
+        if !gone_learners.is_empty() {
+            last = mapped(raft.change_membership(ChangeMembers::RemoveNodes(gone_learners), false).await)?;
+        }
+    }
+    Ok(last)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn membership() -> Membership {
+        let spec =
+            |p| ServerSpec { host: "h".into(), peer_port: p, election_port: p + 1, observer: false, client: None };
+        let nodes: BTreeMap<u64, ServerSpec> = [(1, spec(10)), (2, spec(20)), (3, spec(30))].into_iter().collect();
+        let voters: BTreeSet<u64> = [1, 2, 3].into_iter().collect();
+        Membership::new(None, openraft::Membership::new(vec![voters], nodes))
+    }
+
+    #[test]
+    fn plans_follow_zookeepers_checks() {
+        let m = membership();
+        let p = plan(Some("server.100=0.0.0.0:1:2:observer;0.0.0.0:3"), None, None, &m).unwrap();
+        assert!(p.add[&100].observer);
+        assert_eq!(p.add[&100].config_value(), "0.0.0.0:1:2:observer;0.0.0.0:3");
+        assert_eq!(plan(None, Some("3"), None, &m).unwrap().remove, [3].into_iter().collect());
+        assert_eq!(plan(Some("some thing"), None, None, &m).unwrap_err(), ErrorCode::BadArguments);
+        assert_eq!(plan(None, Some("9"), None, &m).unwrap_err(), ErrorCode::BadArguments);
+        assert_eq!(plan(None, Some("1,2,3"), None, &m).unwrap_err(), ErrorCode::BadArguments);
+        assert_eq!(plan(None, None, None, &m).unwrap_err(), ErrorCode::BadArguments);
+        let p = plan(None, None, Some("server.1=h:10:11,server.2=h:20:21,server.4=h:40:41"), &m).unwrap();
+        assert_eq!(p.remove, [3].into_iter().collect());
+        assert_eq!(p.add.keys().copied().collect::<Vec<_>>(), vec![4]);
+    }
+}

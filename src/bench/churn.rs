@@ -119,7 +119,7 @@ async fn provider(
     ready: oneshot::Sender<Result<(), BenchError>>,
     leave: oneshot::Receiver<Leave>,
 ) -> Result<(), BenchError> {
-    let mut c = match Conn::open(&a.target.server, a.provider_timeout_ms).await {
+    let mut c = match Conn::open(a.target.host(id), a.provider_timeout_ms).await {
         Ok(c) => c,
         Err(e) => {
             let _ = ready.send(Err(BenchError::Protocol(e.to_string())));
@@ -182,7 +182,7 @@ async fn consumer(
     ready: oneshot::Sender<()>,
     stop: CancellationToken,
 ) -> Result<u64, BenchError> {
-    let mut c = Conn::open(&a.target.server, 30_000).await?;
+    let mut c = Conn::open(a.target.host(id), 30_000).await?;
     let lists: Vec<Template> =
         (0..a.interfaces).map(|i| Template::new(&client::path_watch(0, OpCode::GetChildren2, &dir(i), true))).collect();
     let ping = Template::new(&client::ping());
@@ -334,7 +334,7 @@ pub async fn run(a: ChurnArgs) -> Result<(), BenchError> {
         paths.push(d.trim_end_matches("/providers").to_owned());
         paths.push(d);
     }
-    client::ensure_paths(&a.target.server, &paths).await?;
+    client::ensure_paths(a.target.host(0), &paths).await?;
     let mut live = VecDeque::new();
     for id in 0..a.providers {
         live.push_back(start_provider(&a, id).await?);

@@ -2,7 +2,7 @@
 //! server takes them; reports creates/s and, with the server's pid, its RSS per znode.
 
 use super::client::{self, Conn};
-use super::stats::{self, Summary};
+use super::stats::Summary;
 use super::{provider_name, BenchError, Target};
 use crate::proto::{ErrorCode, OpCode};
 use bytes::{Bytes, BytesMut};
@@ -70,9 +70,9 @@ pub async fn run(a: FillArgs) -> Result<(), BenchError> {
         println!("{PARENT}/{}", provider_name(i, a.name_bytes));
         return Ok(());
     }
-    let server = a.target.server.clone();
+    let server = a.target.host(0).to_owned();
     client::ensure_paths(&server, &["/bench".into(), "/bench/svc".into(), PARENT.into()]).await?;
-    let before = a.target.server_pid.and_then(stats::sample);
+    let before = a.target.sample();
     let started = Instant::now();
     let per = a.count.div_ceil(a.connections.max(1));
     let mut tasks = Vec::new();
@@ -87,7 +87,7 @@ pub async fn run(a: FillArgs) -> Result<(), BenchError> {
         errors += e;
     }
     let secs = started.elapsed().as_secs_f64().max(1e-3);
-    let after = a.target.server_pid.and_then(stats::sample);
+    let after = a.target.sample();
     let mut s = Summary::new("fill");
     s.kv("count", created).kv("name_bytes", a.name_bytes).f("secs", secs).f("ops_per_s", created as f64 / secs);
     s.kv("errors", errors).server(before, after);

@@ -22,13 +22,31 @@ pub struct BenchArgs {
 /// The server under test.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Target {
-    /// host:port of the server.
+    /// host:port of the server; an ensemble's members as `a:p,b:p,c:p` spread the sessions over
+    /// them (session k goes to member k mod n).
     #[arg(long, default_value = "127.0.0.1:2181")]
     pub server: String,
-    /// The server's process id: its CPU time and RSS over the measured window are reported
-    /// (read from /proc, so the loader's own cost is not counted).
-    #[arg(long)]
-    pub server_pid: Option<u32>,
+    /// The server's process id (an ensemble's: one per member, comma separated): their CPU time
+    /// and RSS over the measured window are reported, summed (read from /proc, so the loader's
+    /// own cost is not counted).
+    #[arg(long, value_delimiter = ',')]
+    pub server_pid: Vec<u32>,
+}
+
+impl Target {
+    /// The member session `k` talks to.
+    pub fn host(&self, k: usize) -> &str {
+        let hosts: Vec<&str> = self.server.split(',').map(str::trim).filter(|h| !h.is_empty()).collect();
+        match hosts.len() {
+            0 => self.server.as_str(),
+            n => hosts[k % n],
+        }
+    }
+
+    /// The server's (or members') CPU and RSS now.
+    pub fn sample(&self) -> Option<stats::ProcSample> {
+        stats::sample_all(&self.server_pid)
+    }
 }
 
 #[derive(Debug, clap::Subcommand)]

@@ -84,7 +84,7 @@ async fn setup(a: &RwArgs, mix: Mix) -> Result<(), BenchError> {
     if a.keys > 0 {
         return Ok(());
     }
-    let server = &a.target.server;
+    let server = a.target.host(0);
     let mut paths: Vec<String> = ["/bench", "/bench/read", NODE, DIR, "/bench/write"].map(String::from).into();
     if mix == Mix::Write {
         paths.extend((0..a.connections).map(|k| format!("/bench/write/s{k}")));
@@ -241,7 +241,7 @@ fn buffers() -> (Vec<u8>, Vec<std::mem::MaybeUninit<u8>>) {
 /// Closed loop: WINDOW requests in flight, a new one sent for each reply.
 async fn closed(a: RwArgs, mix: Mix, k: usize, warm: Instant, end: Instant) -> Result<ConnResult, BenchError> {
     use tokio::io::AsyncWriteExt;
-    let (rd, mut wr) = Conn::open(&a.target.server, 30_000).await?.into_stream()?.into_split();
+    let (rd, mut wr) = Conn::open(a.target.host(k), 30_000).await?.into_stream()?.into_split();
     let mut gen = Gen::new(&a, mix, k);
     let mut inflight: VecDeque<(i32, Instant, Kind)> = VecDeque::with_capacity(a.window);
     let mut res = ConnResult::default();
@@ -470,7 +470,7 @@ async fn open_loop(
     let mut slots = Vec::new();
     let mut readers = Vec::new();
     for k in 0..a.connections.max(1) {
-        let s = Conn::open(&a.target.server, 30_000).await?.into_stream()?.into_std()?;
+        let s = Conn::open(a.target.host(k), 30_000).await?.into_stream()?.into_std()?;
         let out = s.try_clone()?;
         readers.push(tokio::net::TcpStream::from_std(s)?);
         slots.push(std::sync::Mutex::new(Slot {
@@ -522,12 +522,11 @@ pub async fn run(a: RwArgs, mix: Mix) -> Result<(), BenchError> {
         let tasks = (0..a.connections.max(1)).map(|k| tokio::spawn(closed(a.clone(), mix, k, warm, end))).collect();
         (tasks, None)
     };
-    let pid = a.target.server_pid;
     let me = std::process::id();
     tokio::time::sleep_until(warm.into()).await;
-    let (before, me_before) = (pid.and_then(stats::sample), stats::sample(me));
+    let (before, me_before) = (a.target.sample(), stats::sample(me));
     tokio::time::sleep_until(end.into()).await;
-    let (after, me_after) = (pid.and_then(stats::sample), stats::sample(me));
+    let (after, me_after) = (a.target.sample(), stats::sample(me));
     let mut total = ConnResult::default();
     let mut failed = 0;
     for t in tasks {

@@ -3,7 +3,7 @@
 //! a window while they are all held.
 
 use super::client::{self, Conn, Template};
-use super::stats::{self, Latencies, Summary};
+use super::stats::{Latencies, Summary};
 use super::{BenchError, Target};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -64,13 +64,12 @@ async fn hold(
 }
 
 pub async fn run(a: SessionsArgs) -> Result<(), BenchError> {
-    let pid = a.target.server_pid;
-    let base = pid.and_then(stats::sample);
+    let base = a.target.sample();
     let gate = Arc::new(Semaphore::new(a.opening.max(1)));
     let opened = Instant::now();
     let mut opens = Vec::with_capacity(a.count);
-    for _ in 0..a.count {
-        let (gate, server, t) = (gate.clone(), a.target.server.clone(), a.timeout_ms);
+    for k in 0..a.count {
+        let (gate, server, t) = (gate.clone(), a.target.host(k).to_owned(), a.timeout_ms);
         opens.push(tokio::spawn(async move {
             let _p = gate.acquire_owned().await;
             Conn::open(&server, t).await
@@ -105,10 +104,10 @@ pub async fn run(a: SessionsArgs) -> Result<(), BenchError> {
         tasks.push(tokio::spawn(hold(c, ping_every, first, end, pings.clone(), released.clone())));
     }
     tokio::time::sleep_until(warm.into()).await;
-    let before = pid.and_then(stats::sample);
+    let before = a.target.sample();
     let pings_before = pings.load(Ordering::Relaxed);
     tokio::time::sleep_until(end.into()).await;
-    let after = pid.and_then(stats::sample);
+    let after = a.target.sample();
     let pings_in_window = pings.load(Ordering::Relaxed) - pings_before;
     // Only now may the sessions close: 10,000 closeSession txns (each fsynced) inside the window
     // were once most of the CPU it reported.

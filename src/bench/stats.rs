@@ -67,6 +67,16 @@ pub fn sample(pid: u32) -> Option<ProcSample> {
     Some(ProcSample { cpu_ticks: utime + stime, rss_kb, at: std::time::Instant::now() })
 }
 
+/// The summed sample of several processes (an ensemble's members); `None` if any is missing.
+pub fn sample_all(pids: &[u32]) -> Option<ProcSample> {
+    let mut all = pids.iter().map(|p| sample(*p));
+    let first = all.next()??;
+    all.try_fold(first, |acc, s| {
+        let s = s?;
+        Some(ProcSample { cpu_ticks: acc.cpu_ticks + s.cpu_ticks, rss_kb: acc.rss_kb + s.rss_kb, at: s.at })
+    })
+}
+
 /// Server CPU use between two samples, in percent of one core.
 pub fn cpu_pct(a: &ProcSample, b: &ProcSample) -> f64 {
     let secs = b.at.duration_since(a.at).as_secs_f64().max(1e-3);

@@ -65,6 +65,10 @@ if [ "${#apt_missing[@]}" -gt 0 ]; then
 fi
 command -v java >/dev/null || die "no java on PATH (Debian's zookeeper package should have brought one)"
 ZK_VERSION=$(dpkg-query -W -f='${Version}' zookeeper | sed 's/[-+~].*//')
+# kazoo's test_build checks the server's `srvr` version against ZOOKEEPER_VERSION: zkr's side is
+# given the ZooKeeper version zkr reports (src/server/ops.rs), not Debian's
+ZKR_ZK_VERSION=$(sed -n 's/^pub const VERSION: &str = concat!("\([0-9.]*\)-zkr-.*/\1/p' "$REPO/src/server/ops.rs")
+[ -n "$ZKR_ZK_VERSION" ] || die "cannot read the ZooKeeper version zkr reports from src/server/ops.rs"
 
 VENV="$WORK/kazoo-venv"
 KSRC="$WORK/kazoo-$KAZOO_VERSION"
@@ -121,13 +125,14 @@ done
 
 read -r -a IGNORED <<<"$("$PY" "$HERE/compare.py" --pytest-args)"   # modules left out for both
 run_side() {  # side offset name [pytest targets...]
-    local side=$1 offset=$2 name=$3
+    local side=$1 offset=$2 name=$3 version=$ZK_VERSION
     shift 3
+    [ "$side" = zkr ] && version=$ZKR_ZK_VERSION
     mkdir -p "$RUN_DIR/tmp/$name" "$RUN_DIR/logs/$name"
     PID_FILES+=("$RUN_DIR/out/$name.pids")
     (cd "$KSRC" && TMPDIR="$RUN_DIR/tmp/$name" ZKR_BIN="$ZKR_BIN" ZKR_KAZOO_LAUNCH="$side" \
         ZKR_KAZOO_LOG_DIR="$RUN_DIR/logs/$name" ZKR_KAZOO_PID_FILE="$RUN_DIR/out/$name.pids" RUST_LOG=info \
-        ZOOKEEPER_CLASSPATH="$CP" ZOOKEEPER_VERSION="$ZK_VERSION" ZOOKEEPER_CLUSTER_SIZE=3 \
+        ZOOKEEPER_CLASSPATH="$CP" ZOOKEEPER_VERSION="$version" ZOOKEEPER_CLUSTER_SIZE=3 \
         ZOOKEEPER_OBSERVER_START_ID="${KAZOO_ENSEMBLE_OBSERVER_START_ID:--1}" ZOOKEEPER_PORT_OFFSET="$offset" PYTHONPATH="$INTEROP/clients/kazoo-suite:$KSRC" \
         timeout "$SIDE_TIMEOUT" "$VENV/bin/python" -m pytest -p zkr_kazoo_shim -p no:cacheprovider -q \
         -o addopts= -o log_cli=false -W ignore --timeout 120 --junitxml="$RUN_DIR/out/$name.xml" \

@@ -57,6 +57,10 @@ pub struct ServeArgs {
     /// Replies and notifications queued for one connection before it is closed as too slow.
     #[arg(long)]
     pub max_outbound_queue: Option<usize>,
+    /// Bytes of replies and notifications queued for one connection before it is closed as too
+    /// slow (one larger reply still goes out alone).
+    #[arg(long)]
+    pub max_outbound_bytes: Option<usize>,
     /// Largest frame accepted, bytes (ZooKeeper's jute.maxbuffer).
     #[arg(long)]
     pub max_frame: Option<usize>,
@@ -271,6 +275,8 @@ pub struct Config {
     pub max_outstanding_per_conn: usize,
     /// Replies and notifications queued for one connection before it is dropped as too slow.
     pub max_outbound_queue: usize,
+    /// Bytes those may put on the wire before it is dropped as too slow.
+    pub max_outbound_bytes: usize,
     /// Server id in the top byte of session ids (0 in standalone mode, like ZooKeeper).
     pub server_id: u8,
     /// fsync before acknowledging (zoo.cfg forceSync=yes|no).
@@ -327,6 +333,7 @@ impl Default for Config {
             ttl_enabled: true,
             max_outstanding_per_conn: 1000,
             max_outbound_queue: 100_000,
+            max_outbound_bytes: 32 * 1024 * 1024,
             server_id: 0,
             four_letter_words: vec!["srvr".to_owned()],
             admin_enabled: true,
@@ -617,6 +624,9 @@ impl Config {
         if let Some(v) = args.max_outbound_queue {
             c.max_outbound_queue = v;
         }
+        if let Some(v) = args.max_outbound_bytes {
+            c.max_outbound_bytes = v;
+        }
         if let Some(v) = &args.super_digest {
             c.super_digest = Some(v.clone());
         }
@@ -659,9 +669,13 @@ impl Config {
                 c.min_session_timeout_ms, c.max_session_timeout_ms
             )));
         }
-        if c.handshake_timeout_ms == 0 || c.max_outstanding_per_conn == 0 || c.max_outbound_queue == 0 {
+        if c.handshake_timeout_ms == 0
+            || c.max_outstanding_per_conn == 0
+            || c.max_outbound_queue == 0
+            || c.max_outbound_bytes == 0
+        {
             return Err(ConfigError::Invalid(
-                "handshake timeout, max outstanding and max outbound queue must be positive".into(),
+                "handshake timeout, max outstanding, max outbound queue and max outbound bytes must be positive".into(),
             ));
         }
         if c.container_check_interval_ms == 0 {

@@ -364,3 +364,60 @@ async fn a_consumer_that_stops_reading_is_disconnected_without_slowing_others() 
     let (_, ev) = zkr::proto::WatcherEvent::parse(&body).unwrap();
     assert_eq!((ev.event_type, ev.path.as_str()), (3, name(0).as_str()), "NodeDataChanged catch-up");
 }
+
+/// A client that pipelines reads of a large node and never reads a reply (issue #13): the bound
+/// in messages alone (100,000 by default, and 1,000 requests in flight) would let its replies
+/// pin hundreds of megabytes; the bound in bytes closes it once they pass --max-outbound-bytes,
+/// and the server goes on serving everyone else.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replies_a_client_never_reads_are_bounded_in_bytes() {
+    const BIG: usize = 400 * 1024;
+    let zkr = ZkrProc::start(&["--max-outbound-bytes", "4194304", "--force-sync", "false"], "info");
+    let (mut admin, _) = Raw::connect(&zkr.addr, 10_000).await;
+    assert_eq!(admin.call(&create(1, "/big", vec![7u8; BIG], 0)).await.0.err, 0);
+
+    let s = TcpSocket::new_v4().unwrap();
+    s.set_recv_buffer_size(4096).unwrap();
+    let mut hog = Raw { stream: s.connect(zkr.addr.parse().unwrap()).await.unwrap() };
+    hog.handshake(new_session(30_000)).await.expect("session");
+    // 200 replies of 400 KB: 80 MB if the queue were bounded in messages only. Each request is
+    // a reply the server must queue; the writes stop succeeding once the server stops reading.
+    for xid in 1..=200 {
+        let sent = tokio::time::timeout(Duration::from_secs(2), hog.try_send(&get_data(xid, "/big", false))).await;
+        if !matches!(sent, Ok(true)) {
+            break;
+        }
+    }
+    common::eventually("the hog's connection is closed", || async { zkr.alive_connections() <= 2 }).await;
+    assert!(zkr.log().contains("byte bound"), "no log line naming the byte bound:\n{}", zkr.log());
+    // Everyone else is served as before.
+    let (h, body) = admin.call(&get_data(2, "/big", false)).await;
+    assert_eq!(h.err, 0);
+    assert!(matches!(body, Response::GetData { data: Some(d), .. } if d.len() == BIG));
+}
+
+/// A client that stops reading and stops pinging: its session expires, and its connection must
+/// be closed then, as ZooKeeper closes an expired session's socket. zkr queued the close behind
+/// replies the client would never read, so the socket stayed open for good.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_connection_of_an_expired_session_is_closed_even_if_the_client_never_reads() {
+    const BIG: usize = 400 * 1024;
+    let zkr = ZkrProc::start(&["--tick-time", "200", "--force-sync", "false"], "info");
+    let (mut admin, _) = Raw::connect(&zkr.addr, 10_000).await;
+    assert_eq!(admin.call(&create(1, "/big", vec![7u8; BIG], 0)).await.0.err, 0);
+
+    let s = TcpSocket::new_v4().unwrap();
+    s.set_recv_buffer_size(4096).unwrap();
+    let mut idle = Raw { stream: s.connect(zkr.addr.parse().unwrap()).await.unwrap() };
+    let session = idle.handshake(new_session(1_000)).await.expect("session");
+    assert_eq!(session.timeout_ms, 1_000);
+    // 20 replies of 400 KB: far more than the socket buffers hold, well under the byte bound.
+    for xid in 1..=20 {
+        assert!(idle.try_send(&get_data(xid, "/big", false)).await, "request {xid} not sent");
+    }
+    let t = Instant::now();
+    common::eventually("the expired session's connection is closed", || async { zkr.alive_connections() <= 2 }).await;
+    assert!(zkr.log().contains("session expired"), "the session did not expire:\n{}", zkr.log());
+    eprintln!("closed {:?} after the last request (session timeout 1 s)", t.elapsed());
+    assert_eq!(admin.call(&get_data(2, "/zookeeper", false)).await.0.err, 0);
+}

@@ -202,6 +202,51 @@ impl Response {
         }
     }
 
+    /// The bytes `write` puts on the wire, computed without encoding: what a reply costs a
+    /// connection's outbound queue, which is bounded in bytes.
+    pub fn wire_len(&self) -> usize {
+        fn ustr(s: &str) -> usize {
+            4 + s.len()
+        }
+        fn buf(b: Option<&[u8]>) -> usize {
+            4 + b.map_or(0, <[u8]>::len)
+        }
+        fn strings<S: AsRef<str>>(v: &[S]) -> usize {
+            4 + v.iter().map(|s| ustr(s.as_ref())).sum::<usize>()
+        }
+        const STAT: usize = Stat::WIRE_LEN;
+        match self {
+            Response::Empty => 0,
+            Response::Path(p) => ustr(p),
+            Response::Create2 { path, .. } => ustr(path) + STAT,
+            Response::Stat(_) => STAT,
+            Response::GetData { data, .. } => buf(data.as_deref()) + STAT,
+            Response::GetAcl { acl, .. } => {
+                4 + acl.iter().map(|a| 4 + ustr(&a.id.scheme) + ustr(&a.id.id)).sum::<usize>() + STAT
+            }
+            Response::Children(c) => strings(c),
+            Response::Children2 { children, .. } => strings(children) + STAT,
+            Response::EncodedChildren(c) => c.len(),
+            Response::EncodedChildren2 { children, .. } => children.len() + STAT,
+            Response::Multi(results) => {
+                let body = |r: &MultiResult| match r {
+                    MultiResult::Create { path } => ustr(path),
+                    MultiResult::Create2 { path, .. } => ustr(path) + STAT,
+                    MultiResult::Delete | MultiResult::Check => 0,
+                    MultiResult::SetData { .. } => STAT,
+                    MultiResult::GetChildren { children } => strings(children),
+                    MultiResult::GetData { data, .. } => buf(data.as_deref()) + STAT,
+                    MultiResult::Error(_) => 4,
+                };
+                results.iter().map(|r| 9 + body(r)).sum::<usize>() + 9
+            }
+            Response::Strings(v) => strings(v),
+            Response::Number(_) | Response::ErrorBody(_) => 4,
+            Response::WhoAmI(v) => 4 + v.iter().map(|(s, u)| ustr(s) + ustr(u)).sum::<usize>(),
+            Response::Sasl(t) => buf(t.as_deref()),
+        }
+    }
+
     /// Parses a reply body for a request of op `op` whose header carried `err`.
     pub fn parse(op: OpCode, err: i32, i: &[u8]) -> Result<Response, DecodeError> {
         // A failed reply has no body, except multi/multiRead which always carry their results.
@@ -329,6 +374,7 @@ impl WatcherEvent {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::proto::Id;
 
     #[test]
     fn multi_round_trips() {
@@ -340,6 +386,48 @@ mod tests {
         let mut b = Vec::new();
         r.write(&mut b);
         assert_eq!(Response::parse(OpCode::Multi, 0, &b).unwrap(), r);
+    }
+
+    #[test]
+    fn wire_len_is_what_write_writes() {
+        let stat = Stat { czxid: 3, ..Default::default() };
+        let data = Some(Bytes::from_static(b"payload"));
+        let kids: Vec<Arc<str>> = vec!["a".into(), "provider-1".into()];
+        let acl = vec![Acl { perms: 31, id: Id { scheme: "world".into(), id: "anyone".into() } }];
+        let all = vec![
+            Response::Empty,
+            Response::Path("/a/b".into()),
+            Response::Create2 { path: "/x".into(), stat },
+            Response::Stat(stat),
+            Response::GetData { data: data.clone(), stat },
+            Response::GetData { data: None, stat },
+            Response::GetAcl { acl, stat },
+            Response::Children(kids.clone()),
+            Response::Children2 { children: kids.clone(), stat },
+            Response::EncodedChildren(encode_children(kids.iter())),
+            Response::EncodedChildren2 { children: encode_children(kids.iter()), stat },
+            Response::Multi(vec![
+                MultiResult::Create { path: "/c".into() },
+                MultiResult::Create2 { path: "/c2".into(), stat },
+                MultiResult::Delete,
+                MultiResult::SetData { stat },
+                MultiResult::Check,
+                MultiResult::GetChildren { children: kids },
+                MultiResult::GetData { data, stat },
+                MultiResult::Error(-101),
+            ]),
+            Response::Strings(vec!["/e1".into(), "/e2".into()]),
+            Response::Number(7),
+            Response::ErrorBody(0),
+            Response::WhoAmI(vec![("ip".into(), "127.0.0.1".into())]),
+            Response::Sasl(Some(Bytes::from_static(b"token"))),
+            Response::Sasl(None),
+        ];
+        for r in all {
+            let mut b = Vec::new();
+            r.write(&mut b);
+            assert_eq!(r.wire_len(), b.len(), "{r:?}");
+        }
     }
 
     #[test]

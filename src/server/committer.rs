@@ -29,6 +29,7 @@ pub struct Delivery {
     pub peer: std::net::IpAddr,
     pub tx: mpsc::Sender<Outbound>,
     pub cancel: CancellationToken,
+    pub queued: super::outqueue::QueuedBytes,
     pub msg: Outbound,
 }
 
@@ -126,12 +127,17 @@ fn fatal(e: crate::storage::StorageError) -> ! {
 }
 
 pub fn deliver(d: Delivery) {
+    // Bounded per connection, in messages and in bytes: a client that stops reading costs only
+    // itself. Its session stays; it may re-attach and catch up with setWatches.
+    let (conn, peer) = (d.conn, d.peer);
+    if let Err(bytes) = d.queued.add(d.msg.wire_len()) {
+        tracing::warn!(conn, %peer, bytes, "outbound queue over its byte bound: closing slow connection from {peer}");
+        d.cancel.cancel();
+        return;
+    }
     match d.tx.try_send(d.msg) {
         Ok(()) => {}
         Err(mpsc::error::TrySendError::Full(_)) => {
-            // Bounded per connection: a client that stops reading costs only itself. Its session
-            // stays; it may re-attach and catch up with setWatches.
-            let (conn, peer) = (d.conn, d.peer);
             tracing::warn!(conn, %peer, "outbound queue full: closing slow connection from {peer}");
             d.cancel.cancel();
         }

@@ -9,6 +9,7 @@
 use super::core::{ConnHandle, CoreMsg, Outbound};
 use super::four_letter;
 use super::outbuf::OutBuf;
+use super::outqueue::QueuedBytes;
 use super::stats::{ConnStats, ServerStats};
 use crate::codec::{FrameCodec, FrameError};
 use crate::config::Config;
@@ -130,9 +131,25 @@ where
     let permits = Arc::new(Semaphore::new(ctx.cfg.max_outstanding_per_conn));
     let last_heard = Arc::new(AtomicU64::new(0));
     let pong_tx = tx.clone();
-    let handle =
-        ConnHandle { id, tx, cancel: cancel.clone(), peer: peer.ip(), tls_ids, last_heard: last_heard.clone() };
-    let writer = tokio::spawn(write_loop(rx, wr, permits.clone(), cancel.clone(), ctx.ops.stats.clone(), cs.clone()));
+    let queued = QueuedBytes::new(ctx.cfg.max_outbound_bytes);
+    let handle = ConnHandle {
+        id,
+        tx,
+        cancel: cancel.clone(),
+        peer: peer.ip(),
+        tls_ids,
+        last_heard: last_heard.clone(),
+        queued: queued.clone(),
+    };
+    let writer = tokio::spawn(write_loop(
+        rx,
+        wr,
+        permits.clone(),
+        cancel.clone(),
+        ctx.ops.stats.clone(),
+        cs.clone(),
+        queued.clone(),
+    ));
     if ctx.core.send(CoreMsg::Connect { conn: handle, req: connect }).await.is_err() {
         return;
     }
@@ -165,7 +182,12 @@ where
                 }
                 ctx.ops.stats.request_started(cs, OpCode::Ping);
                 let header = ReplyHeader { xid: xid::PING, zxid: ctx.durable.load(Ordering::Acquire), err: 0 };
-                if pong_tx.send(Outbound::Reply(header, Response::Empty)).await.is_err() {
+                let pong = Outbound::Reply(header, Response::Empty);
+                if queued.add(pong.wire_len()).is_err() {
+                    tracing::warn!(conn = id, %peer, "outbound queue over its byte bound: closing slow connection");
+                    break;
+                }
+                if pong_tx.send(pong).await.is_err() {
                     break;
                 }
                 continue;
@@ -243,29 +265,38 @@ async fn write_loop<W: AsyncWrite + Unpin>(
     cancel: CancellationToken,
     stats: Arc<ServerStats>,
     cs: Arc<ConnStats>,
+    queued: QueuedBytes,
 ) {
     // Grown on first use: an idle session (most of 10,000) should not hold 8 KiB here.
     let mut out = OutBuf::new();
+    let take = |m: Outbound, out: &mut OutBuf| {
+        queued.taken(m.wire_len());
+        encode(m, out, &permits, &stats, &cs)
+    };
     loop {
         let msg = tokio::select! {
             m = rx.recv() => m,
             _ = cancel.cancelled() => None,
         };
         let Some(msg) = msg else { break };
-        let mut closing = encode(msg, &mut out, &permits, &stats, &cs);
+        let mut closing = take(msg, &mut out);
         while !closing && out.len() < WRITE_BATCH {
             match rx.try_recv() {
-                Ok(m) => closing = encode(m, &mut out, &permits, &stats, &cs),
+                Ok(m) => closing = take(m, &mut out),
                 Err(_) => break,
             }
         }
-        if out.write_to(&mut wr).await.is_err() {
-            break;
-        }
-        if closing {
+        // A client that does not read fills the socket buffer and would hold this write
+        // forever: a cancel (session expired, server stopping) ends it.
+        let written = tokio::select! {
+            r = out.write_to(&mut wr) => r.is_ok(),
+            _ = cancel.cancelled() => false,
+        };
+        if !written || closing {
             break;
         }
     }
-    let _ = wr.shutdown().await;
+    // Bounded too: a TLS close_notify is a write into the same possibly full buffer.
+    let _ = tokio::time::timeout(Duration::from_secs(1), wr.shutdown()).await;
     cancel.cancel();
 }

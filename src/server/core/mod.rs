@@ -44,6 +44,19 @@ pub enum Outbound {
     Close,
 }
 
+impl Outbound {
+    /// Bytes this message puts on the wire, frame length included.
+    pub fn wire_len(&self) -> usize {
+        match self {
+            // protocolVersion, timeOut, sessionId, passwd (length + 16), readOnly
+            Outbound::Connected(_) => 4 + 4 + 4 + 8 + 4 + 16 + 1,
+            Outbound::Reply(_, body) => 4 + ReplyHeader::WIRE_LEN + body.wire_len(),
+            Outbound::Event(_, ev) => 4 + ReplyHeader::WIRE_LEN + 4 + 4 + 4 + ev.path.len(),
+            Outbound::Close => 0,
+        }
+    }
+}
+
 /// A connection as the core sees it.
 #[derive(Debug, Clone)]
 pub struct ConnHandle {
@@ -55,6 +68,8 @@ pub struct ConnHandle {
     pub tls_ids: Vec<Id>,
     /// `mono_ms` when the connection last answered a ping itself; the expiry sweep consults it.
     pub last_heard: Arc<AtomicU64>,
+    /// Bytes queued in `tx` and not yet taken by the writer: the queue is bounded in bytes too.
+    pub queued: super::outqueue::QueuedBytes,
 }
 
 /// Messages into the core.
@@ -435,6 +450,7 @@ impl Core {
             peer: c.handle.peer,
             tx: c.handle.tx.clone(),
             cancel: c.handle.cancel.clone(),
+            queued: c.handle.queued.clone(),
             msg,
         });
     }
@@ -442,6 +458,16 @@ impl Core {
     /// Queues a close after what is already queued.
     fn close_conn(&mut self, conn: ConnId) {
         self.send(conn, Outbound::Close);
+        self.drop_conn(conn);
+    }
+
+    /// Closes a connection at once, dropping what is queued for it: the connection of a session
+    /// that expired or was closed elsewhere. ZooKeeper closes such a socket without flushing, and
+    /// a client that stopped reading must not keep it open behind a full socket buffer.
+    fn abort_conn(&mut self, conn: ConnId) {
+        if let Some(c) = self.conns.get(&conn) {
+            c.handle.cancel.cancel();
+        }
         self.drop_conn(conn);
     }
 

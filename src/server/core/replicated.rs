@@ -423,7 +423,7 @@ impl Core {
                         // Expired by the leader, or closed through another member.
                         if let Some(c) = had.and_then(|s| s.conn) {
                             tracing::info!(session = format!("0x{sid:x}"), "session expired");
-                            self.close_conn(c);
+                            self.abort_conn(c);
                         }
                     }
                 }

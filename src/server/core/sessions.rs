@@ -152,7 +152,7 @@ impl Core {
             let conn = self.sessions.get(&sid).and_then(|s| s.conn);
             self.close_session(sid);
             if let Some(c) = conn {
-                self.close_conn(c);
+                self.abort_conn(c);
             }
         }
         if now >= self.next_sweep_ms {

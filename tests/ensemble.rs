@@ -639,3 +639,87 @@ async fn reconfig_adds_and_removes_members_like_zookeeper() {
     }
     cl.shutdown().await;
 }
+
+/// A standalone data directory (a standalone zkr's, or `zkr import-zookeeper`'s) with some
+/// nodes, written by a standalone server on `dir`; returns the last zxid it handed out.
+async fn standalone_state(dir: &std::path::Path) -> i64 {
+    let cfg = Config { data_dir: dir.to_owned(), ..common::test_config() };
+    let (server, addr) = common::start_with(cfg).await;
+    let c = client(&addr).await;
+    c.create("/seeded", b"root", &persistent()).await.unwrap();
+    let mut last = 0;
+    for i in 0..30 {
+        let (stat, _) = c.create(&format!("/seeded/n{i}"), format!("v{i}").as_bytes(), &persistent()).await.unwrap();
+        last = stat.czxid;
+    }
+    drop(c);
+    server.shutdown().await;
+    last
+}
+
+/// Migration (issue #12): member 1's data directory holds a standalone zkr's state; members 1
+/// and 2 start together, member 3 later. The first try put the seed into member 1's log as a
+/// snapshot while members 2 and 3 initialized an ensemble of their own at the same term:
+/// member 1 then followed their leader with its snapshot taken for their log, and served the
+/// imported tree while the others served an empty one (found by tests/interop/import, ensemble
+/// variant).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_standalone_data_directory_seeds_a_new_ensemble() {
+    let cfgs = ensemble_configs(3);
+    let imported = standalone_state(&cfgs[0].data_dir).await;
+    let starts: Vec<_> = cfgs[..2].iter().map(|c| tokio::spawn(common::start_with(c.clone()))).collect::<Vec<_>>();
+    let mut servers = Vec::new();
+    for s in starts {
+        servers.push(Some(s.await.unwrap().0));
+    }
+    servers.push(None);
+    let mut cl = Cluster { cfgs, servers };
+    let leader = cl.leader().await;
+    assert_eq!(leader, 0, "the seeded member leads first");
+    // Member 3 joins late and catches up from the seed like any lagging member.
+    cl.servers[2] = Some(common::start_with(cl.cfgs[2].clone()).await.0);
+    converged(&cl).await;
+    for i in 0..3 {
+        let c = client(&cl.addr(i)).await;
+        let kids = c.list_children("/seeded").await.unwrap();
+        assert_eq!(kids.len(), 30, "member {} serves the seeded tree", i + 1);
+        let (data, stat) = c.get_data("/seeded/n29").await.unwrap();
+        assert_eq!((data.as_slice(), stat.czxid), (&b"v29"[..], imported), "member {}", i + 1);
+    }
+    let c = client(&cl.addr(2)).await;
+    let (stat, _) = c.create("/after", b"", &persistent()).await.unwrap();
+    assert!(stat.czxid > imported, "zxid 0x{:x} is not above the imported 0x{imported:x}", stat.czxid);
+    converged(&cl).await;
+    // A restart of the seeded member seeds nothing again.
+    cl.restart(0).await;
+    cl.leader().await;
+    converged(&cl).await;
+    cl.shutdown().await;
+}
+
+/// A seed must never fork an ensemble that already formed without it: members 2 and 3 started
+/// first and serve data, so member 1 with a standalone directory refuses to start, naming the
+/// member, and the others keep their data.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_seed_refuses_to_start_beside_members_that_have_state() {
+    let cfgs = ensemble_configs(3);
+    standalone_state(&cfgs[0].data_dir).await;
+    let mut servers = vec![None];
+    for c in &cfgs[1..] {
+        servers.push(Some(common::start_with(c.clone()).await.0));
+    }
+    let cl = Cluster { cfgs, servers };
+    let leader = cl.leader().await;
+    let c = client(&cl.addr(leader)).await;
+    c.create("/theirs", b"x", &persistent()).await.unwrap();
+    let err = match tokio::time::timeout(Duration::from_secs(20), Server::start(cl.cfgs[0].clone())).await {
+        Ok(Err(e)) => e.to_string(),
+        Ok(Ok(_)) => panic!("the seeded member started beside an ensemble with state"),
+        Err(_) => panic!("the seeded member neither started nor refused"),
+    };
+    assert!(err.contains("already has Raft state"), "{err}");
+    assert!(err.contains(&cl.cfgs[0].data_dir.display().to_string()), "{err}");
+    assert_eq!(c.get_data("/theirs").await.unwrap().0, b"x");
+    assert!(c.list_children("/").await.unwrap().iter().all(|k| k != "seeded"));
+    cl.shutdown().await;
+}

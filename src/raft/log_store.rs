@@ -387,7 +387,7 @@ fn create_segment(dir: &Path, seg: u64) -> std::io::Result<File> {
     Ok(f)
 }
 
-fn sync_dir(dir: &Path) {
+pub(crate) fn sync_dir(dir: &Path) {
     if let Ok(d) = File::open(dir) {
         let _ = d.sync_all();
     }

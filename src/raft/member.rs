@@ -32,6 +32,14 @@ pub struct MemberStatus {
     pub leader_lost: AtomicBool,
     /// Wakes the role watcher when `leader_lost` is set.
     pub wake: tokio::sync::Notify,
+    /// Seeding a new ensemble from a standalone data directory (see `seed`).
+    pub seed: parking_lot::Mutex<super::seed::Gate>,
+}
+
+/// True once this member has a membership (it initialized, or a leader's log or snapshot
+/// reached it).
+fn initialized(raft: &Raft) -> bool {
+    raft.metrics().borrow().membership_config.membership().voter_ids().next().is_some()
 }
 
 /// The member whose id and role this process's log lines carry (the first started; a process
@@ -129,7 +137,7 @@ async fn serve_rpc(
     status: &MemberStatus,
 ) -> Result<(), network::PeerError> {
     let mut replicated = false;
-    let result = serve_rpc_frames(&mut s, raft, status, &mut replicated).await;
+    let result = serve_rpc_frames(&mut s, from, raft, status, &mut replicated).await;
     drop(s);
     let (me, leader, addr) = {
         let m = raft.metrics();
@@ -152,13 +160,24 @@ async fn serve_rpc(
 
 async fn serve_rpc_frames(
     s: &mut TcpStream,
+    from: MemberId,
     raft: &Raft,
     status: &MemberStatus,
     replicated: &mut bool,
 ) -> Result<(), network::PeerError> {
     loop {
         let req: RpcRequest = network::read_frame(&mut *s).await?;
+        if !matches!(req, RpcRequest::SeedProbe) && status.seed.lock().refuses(from, initialized(raft)) {
+            // Waiting for a seed (or holding one not yet on a quorum): no other member may
+            // lead this one. Closing the connection reads as unreachable to the caller.
+            tracing::debug!(peer = from, "refusing a Raft RPC while the ensemble's seed is pending");
+            return Ok(());
+        }
         let resp = match req {
+            RpcRequest::SeedProbe => {
+                let term = raft.metrics().borrow().current_term;
+                RpcResponse::SeedProbe(status.seed.lock().answer(from, term, initialized(raft)))
+            }
             RpcRequest::Append(r) => {
                 let res = raft.append_entries(r).await;
                 if res.is_ok() {
@@ -436,10 +455,22 @@ pub async fn watch_role(
             _ = status.wake.notified() => {}
             _ = every.tick() => {}
         }
-        let (state, leader, term, since_ack, running) = {
+        let (state, leader, term, since_ack, running, applied) = {
             let m = metrics.borrow();
-            (m.state, m.current_leader, m.current_term, m.millis_since_quorum_ack, m.running_state.clone())
+            let applied = m.last_applied.map_or(0, |l| l.index);
+            (m.state, m.current_leader, m.current_term, m.millis_since_quorum_ack, m.running_state.clone(), applied)
         };
+        {
+            let mut gate = status.seed.lock();
+            // A leader's first entry after the seed (index 1) is applied only once a quorum
+            // has it, and a follower installs the seed before it appends anything after it.
+            if gate.seed_pending() && state == openraft::ServerState::Leader && applied >= 2 {
+                gate.seed_done();
+            }
+            if !gate.seed_pending() && initialized(&raft) {
+                gate.seeded();
+            }
+        }
         if let Err(fatal) = running {
             tracing::error!("replication stopped on a fatal error, this member no longer serves: {fatal}");
             *status.role.lock() = (Role::Looking, None, term);

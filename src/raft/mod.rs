@@ -17,6 +17,7 @@ pub mod member;
 pub mod members;
 pub mod network;
 pub mod reconfig;
+pub mod seed;
 pub mod state_machine;
 pub mod types;
 

@@ -90,6 +90,8 @@ pub enum RpcRequest {
     Append(AppendEntriesRequest<Zkr>),
     Vote(VoteRequest<MemberId>),
     Snapshot(InstallSnapshotRequest<Zkr>),
+    /// A member seeding a new ensemble asks whether this one is empty (see `seed`).
+    SeedProbe,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -97,6 +99,7 @@ pub enum RpcResponse {
     Append(Result<AppendEntriesResponse<MemberId>, RaftError<MemberId>>),
     Vote(Result<VoteResponse<MemberId>, RaftError<MemberId>>),
     Snapshot(Result<InstallSnapshotResponse<MemberId>, RaftError<MemberId, InstallSnapshotError>>),
+    SeedProbe(super::seed::SeedAnswer),
 }
 
 /// Follower → leader on a forward stream.

@@ -32,7 +32,7 @@ pub struct StateMachine {
     receiving: Option<PathBuf>,
 }
 
-fn meta_path(snapshot: &Path) -> PathBuf {
+pub fn meta_path(snapshot: &Path) -> PathBuf {
     let mut p = snapshot.as_os_str().to_owned();
     p.push(".meta");
     PathBuf::from(p)

@@ -7,6 +7,7 @@ pub mod core;
 pub mod four_letter;
 pub mod ops;
 mod outbuf;
+pub(crate) mod outqueue;
 mod reads;
 pub mod stats;
 
@@ -404,11 +405,18 @@ async fn start_member(
     let me = ens.my_id;
     let spec = ens.me().cloned().ok_or_else(|| StartError::Ensemble(format!("server.{me} is not in the ensemble")))?;
     std::fs::create_dir_all(&cfg.data_dir).map_err(|e| crate::storage::StorageError::io(&cfg.data_dir, e))?;
+    if crate::raft::seed::wanted(cfg)? {
+        let peers_term = crate::raft::seed::probe(ens, shutdown, Duration::from_millis(500)).await.map_err(|e| {
+            StartError::Ensemble(format!("cannot seed the ensemble from {}: {e}", cfg.data_dir.display()))
+        })?;
+        crate::raft::seed::seed(cfg, ens, peers_term)?;
+    }
     let lock = crate::storage::lock(&cfg.data_dir)?;
     let secret = crate::storage::secret(&cfg.data_dir)?;
     let started = std::time::Instant::now();
     let rec = crate::raft::recover(cfg)?;
     let raft_cfg = crate::raft::raft_config(cfg, ens).map_err(StartError::Ensemble)?;
+    let raft_cfg_election_max = raft_cfg.election_timeout_max;
     tracing::info!(
         id = me,
         zxid = format!("0x{:x}", rec.tree.last_zxid()),
@@ -434,7 +442,8 @@ async fn start_member(
     let peer = spec.peer_addr();
     let listener = TcpListener::bind(&peer).await.map_err(|source| StartError::Bind { addr: peer.clone(), source })?;
     let peer_addr = listener.local_addr().map_err(|source| StartError::Bind { addr: peer.clone(), source })?;
-    let status = Arc::new(member::MemberStatus::default());
+    let gate = crate::raft::seed::Gate::load(&crate::raft::raft_dir(cfg))?;
+    let status = Arc::new(member::MemberStatus { seed: parking_lot::Mutex::new(gate), ..Default::default() });
     member::tag_logs(me, status.clone());
     let peers =
         tokio::spawn(member::serve_peers(listener, raft.clone(), core_tx.clone(), status.clone(), shutdown.clone()));
@@ -443,10 +452,23 @@ async fn start_member(
     // An observer never initializes the ensemble: the leader adds it as a learner.
     if !spec.observer && !raft.is_initialized().await.unwrap_or(true) {
         // Every member of a new ensemble proposes the same initial membership (openraft allows
-        // it); whoever wins the first election commits it.
-        if let Err(e) = raft.initialize(voters).await {
-            tracing::debug!("initialize: {e}");
-        }
+        // it); whoever wins the first election commits it. It waits one election timeout
+        // first, so that a member seeding the ensemble and started with it is heard from
+        // before (no election could end sooner anyway).
+        let (raft, status, stop) = (raft.clone(), status.clone(), shutdown.clone());
+        let wait = Duration::from_millis(raft_cfg_election_max);
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = tokio::time::sleep(wait) => {}
+            }
+            if !status.seed.lock().may_initialize() {
+                return;
+            }
+            if let Err(e) = raft.initialize(voters).await {
+                tracing::debug!("initialize: {e}");
+            }
+        });
     }
     let shared = Arc::new(parking_lot::RwLock::new(ens.clone()));
     tokio::spawn(member::propose(me, shared.clone(), raft.clone(), core_tx.clone(), proposals, shutdown.clone()));

@@ -6,7 +6,11 @@
 #   tests/interop/import/run.sh                       # all variants, zkr from target/release
 #   ZKR_BIN=path/to/zkr tests/interop/import/run.sh   # a given zkr binary
 #   IMPORT_BOTH_ZK=1 tests/interop/import/run.sh      # "imported" side = 2nd ZooKeeper on a copy
-#   tests/interop/import/run.sh kill clean            # some variants (kill, clean, samedir)
+#   tests/interop/import/run.sh kill clean            # some variants (kill, clean, samedir, ensemble)
+#
+# The ensemble variant imports into member 1 of a new 3-member zkr ensemble (127.0.0.1 ports):
+# member 1 seeds it, members 2 and 3 start empty and catch up; each member must then serve the
+# tree ZooKeeper serves, with the same digest, and hand out zxids above every imported one.
 #
 # Prints one PASS/FAIL line per check and ends with "N passed, N failed".
 # Exit status: 0 all passed, 1 something failed, 2 setup problem.
@@ -21,7 +25,7 @@ WORK="$HERE/.work"
 PY=/usr/bin/python3
 ZK_BIN_DIR=/usr/share/zookeeper/bin
 SUPER_PW="super:secret"
-ALL_VARIANTS="kill clean samedir"
+ALL_VARIANTS="kill clean samedir ensemble"
 MIN_FILES=3   # snapshot.* and log.* files the workload must leave behind (each)
 SWEEP_MS=1000 # container/TTL sweep interval of the servers started on the imported data
 export IMPORT_HOLDER_TIMEOUT=${IMPORT_HOLDER_TIMEOUT:-20}  # session timeout (s) of the session holding ephemerals
@@ -33,7 +37,7 @@ VARIANTS=()
 for a in "$@"; do
     case "$a" in
         -h|--help) sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
-        kill|clean|samedir) VARIANTS+=("$a") ;;
+        kill|clean|samedir|ensemble) VARIANTS+=("$a") ;;
         *) die "unknown argument '$a' (variants: $ALL_VARIANTS)" ;;
     esac
 done
@@ -74,9 +78,11 @@ fi
 
 # ---------------------------------------------------------------- ports (26000-26999)
 
-BASE=$(srv_pick_base 26000 1000 3) || die "no free ports in 26000-26999"
+BASE=$(srv_pick_base 26000 1000 12) || die "no free ports in 26000-26999"
 ZK_PORT=$BASE        # ZooKeeper: the workload, then restarted on the same data
-IMP_PORT=$((BASE + 1))  # zkr on the imported directory (or the 2nd ZooKeeper)
+IMP_PORT=$((BASE + 1))  # zkr on the imported directory (or the 2nd ZooKeeper); ensemble: member 1
+MEMBER_PORTS=("$IMP_PORT" $((BASE + 2)) $((BASE + 3)))  # ensemble variant: client ports of members 1-3
+PEER_BASE=$((BASE + 4))      # .. +2: their peer ports; PEER_BASE+3 .. +5: election ports
 
 # ---------------------------------------------------------------- processes
 
@@ -149,6 +155,48 @@ start_zkr() {  # datadir port logfile -> LAST_PID, LAST_START
     return 1
 }
 
+# start_members DIR: a 3-member zkr ensemble, member i's dataDir DIR/m<i> (member 1's holds the
+# import), zoo.cfg DIR/m<i>.cfg; waits until every member serves -> MEMBER_PIDS, LAST_START
+start_members() {
+    local dir=$1 i j pid
+    MEMBER_PIDS=()
+    LAST_START=$(date +%s.%N)
+    for i in 1 2 3; do
+        mkdir -p "$dir/m$i"
+        echo "$i" >"$dir/m$i/myid"
+        {
+            echo "tickTime=2000"
+            echo "initLimit=10"
+            echo "syncLimit=5"
+            echo "dataDir=$dir/m$i"
+            echo "clientPort=${MEMBER_PORTS[$((i - 1))]}"
+            echo "clientPortAddress=127.0.0.1"
+            echo "snapCount=50"
+            echo "extendedTypesEnabled=true"
+            echo "4lw.commands.whitelist=*"
+            for j in 1 2 3; do
+                echo "server.$j=127.0.0.1:$((PEER_BASE + j - 1)):$((PEER_BASE + j + 2));127.0.0.1:${MEMBER_PORTS[$((j - 1))]}"
+            done
+        } >"$dir/m$i.cfg"
+    done
+    # member 1 first, as the README says: it holds the seed
+    for i in 1 2 3; do
+        "$ZKR_BIN" serve --config "$dir/m$i.cfg" --admin-enable false --super-digest "$SUPER_DIGEST" \
+            --container-check-interval-ms "$SWEEP_MS" >"$dir/m$i.stdout" 2>"$dir/m$i.log" </dev/null &
+        pid=$!
+        disown "$pid"
+        PIDS+=("$pid")
+        MEMBER_PIDS+=("$pid")
+    done
+    for i in 1 2 3; do
+        srv_wait_ruok "${MEMBER_PORTS[$((i - 1))]}" "${MEMBER_PIDS[$((i - 1))]}" 60 || return 1
+    done
+}
+
+mntr_value() {  # port key
+    echo mntr | nc -q1 -w2 127.0.0.1 "$1" 2>/dev/null | awk -v k="$2" '$1 == k { print $2 }'
+}
+
 # ---------------------------------------------------------------- checks
 
 PASSED=0
@@ -187,7 +235,7 @@ count_files() {  # dir prefix
 run_variant() {
     local v="$1" d="$RUN_DIR/$1" logdir="" sig=KILL
     case "$v" in
-        kill) logdir="$d/zk/datalog" ;;
+        kill|ensemble) logdir="$d/zk/datalog" ;;
         clean) logdir="$d/zk/datalog"; sig=TERM ;;
         samedir) ;;
     esac
@@ -241,7 +289,9 @@ run_variant() {
         write_cfg "$d/imported/zoo.cfg" "$IMP_PORT" "$d/imported/data" "${logdir:+$d/imported/datalog}"
         pass "$v/import: copied the ZooKeeper directories (IMPORT_BOTH_ZK=1)"
     else
-        local args=(import-zookeeper --zk-data-dir "$d/zk/data" --data-dir "$d/imported/zkr")
+        local target="$d/imported/zkr"
+        [ "$v" = ensemble ] && target="$d/imported/m1"
+        local args=(import-zookeeper --zk-data-dir "$d/zk/data" --data-dir "$target")
         [ -n "$logdir" ] && args+=(--zk-data-log-dir "$logdir")
         echo "$ZKR_BIN ${args[*]}" >"$d/import.log"
         timeout 60 "$ZKR_BIN" "${args[@]}" >>"$d/import.log" 2>&1 </dev/null
@@ -265,6 +315,16 @@ run_variant() {
             imp_name=zookeeper2
             start_zk "$d/imported/zoo.cfg" "$IMP_PORT" "$d/imported/server.log" "$sweep"
             imp_pid=$LAST_PID imp_start=$LAST_START
+        elif [ "$v" = ensemble ]; then
+            imp_name=member-1
+            if start_members "$d/imported"; then
+                imp_pid=${MEMBER_PIDS[0]} imp_start=$LAST_START
+                pass "$v/serve: 3 members serve, member 1 seeded from the import ($(grep -c 'seeded the ensemble' "$d/imported/m1.log") seed line in its log)"
+            else
+                fail "$v/serve: the ensemble seeded from the imported directory did not start (logs: $d/imported/m*.log)"
+                for i in 1 2 3; do sed "s/\x1b\[[0-9;]*m//g" "$d/imported/m$i.log" | tail -n 6 | indent; done
+                imp_ok=0
+            fi
         else
             imp_name=zkr
             if start_zkr "$d/imported/zkr" "$IMP_PORT" "$d/imported/zkr.log"; then
@@ -281,7 +341,16 @@ run_variant() {
     timeout 60 "$PY" "$HERE/zkimport.py" dump "127.0.0.1:$ZK_PORT" "$d/zookeeper.json" --probe \
         2>"$d/walk-zookeeper.log" ||
         { cat "$d/walk-zookeeper.log" >&2; die "$v: walking the restarted ZooKeeper failed"; }
-    if [ "$imp_ok" -eq 1 ]; then
+    if [ "$imp_ok" -eq 1 ] && [ "$v" = ensemble ]; then
+        for i in 1 2 3; do
+            if ! timeout 60 "$PY" "$HERE/zkimport.py" dump "127.0.0.1:${MEMBER_PORTS[$((i - 1))]}" "$d/member-$i.json" \
+                --sync 2>"$d/walk-member-$i.log"; then
+                fail "$v/walk: walking member $i failed (log: $d/walk-member-$i.log)"
+                tail -n 8 "$d/walk-member-$i.log" | indent
+                imp_ok=0
+            fi
+        done
+    elif [ "$imp_ok" -eq 1 ]; then
         if ! timeout 60 "$PY" "$HERE/zkimport.py" dump "127.0.0.1:$IMP_PORT" "$d/$imp_name.json" --probe \
             2>"$d/walk-$imp_name.log"; then
             fail "$v/walk: walking $imp_name failed (log: $d/walk-$imp_name.log)"
@@ -292,7 +361,9 @@ run_variant() {
 
     # the reference: ZooKeeper restarted on its data serves the tree it had
     compare "$v/reference" "$d/prestop.json" "$d/zookeeper.json" before-stop zookeeper-restarted
-    if [ "$imp_ok" -eq 1 ]; then
+    if [ "$imp_ok" -eq 1 ] && [ "$v" = ensemble ]; then
+        ensemble_checks "$d"
+    elif [ "$imp_ok" -eq 1 ]; then
         compare "$v" "$d/zookeeper.json" "$d/$imp_name.json" zookeeper "$imp_name"
 
         # behaviour after the walk: containers / TTL nodes are swept once empty
@@ -310,8 +381,10 @@ run_variant() {
             compare types "$v" "$d/types-zookeeper.json" "$d/types-$imp_name.json" zookeeper "$imp_name"
         fi
 
-        # kill variant: the restored holder session expires after its timeout
-        if [ "$v" = kill ]; then
+    fi
+    if [ "$imp_ok" -eq 1 ]; then
+        # kill and ensemble variants: the restored holder sessions expire after their timeout
+        if [ "$v" = kill ] || [ "$v" = ensemble ]; then
             timeout 120 "$PY" "$HERE/zkimport.py" expiry "127.0.0.1:$ZK_PORT" "$zk2_start" \
                 "$d/expiry-zookeeper.json" 2>"$d/expiry-zookeeper.log" &
             local ep=$!
@@ -335,8 +408,49 @@ run_variant() {
         fi
     fi
     stop_pid "$zk2_pid" TERM
-    [ -n "$imp_pid" ] && stop_pid "$imp_pid" TERM
+    if [ "$v" = ensemble ]; then
+        for p in "${MEMBER_PIDS[@]}"; do stop_pid "$p" TERM; done
+    elif [ -n "$imp_pid" ]; then
+        stop_pid "$imp_pid" TERM
+    fi
     say "$v: done in $(( $(date +%s) - t0 ))s"
+}
+
+# the ensemble variant's checks: every member serves ZooKeeper's tree (/zookeeper/config aside:
+# an ensemble's lists its members), all three agree on zk_digest, and a new write gets a zxid
+# above every imported one (the seed's term is above the imported epoch)
+ensemble_checks() {
+    local d=$1 i digests=() zxids=() max next
+    for i in 1 2 3; do
+        compare "$v/member-$i" "$d/zookeeper.json" "$d/member-$i.json" zookeeper "member-$i" --skip /zookeeper/config
+    done
+    for i in 1 2 3; do
+        digests+=("$(mntr_value "${MEMBER_PORTS[$((i - 1))]}" zk_digest)")
+        zxids+=("$(mntr_value "${MEMBER_PORTS[$((i - 1))]}" zk_digest_zxid)")
+    done
+    if [ -n "${digests[0]}" ] && [ "${digests[0]}" = "${digests[1]}" ] && [ "${digests[0]}" = "${digests[2]}" ] &&
+        [ "${zxids[0]}" = "${zxids[1]}" ] && [ "${zxids[0]}" = "${zxids[2]}" ]; then
+        pass "$v/digest: zk_digest ${digests[0]} at zxid ${zxids[0]} on all 3 members"
+    else
+        fail "$v/digest: members disagree: zk_digest ${digests[*]}, zk_digest_zxid ${zxids[*]}"
+    fi
+    max=$("$PY" "$HERE/zkimport.py" max-zxid "$d/zookeeper.json")
+    next=$("$PY" - "127.0.0.1:${MEMBER_PORTS[1]}" <<'PY'
+import sys
+from kazoo.client import KazooClient
+c = KazooClient(hosts=sys.argv[1], timeout=10)
+c.start(timeout=15)
+c.create("/zkr-import-ensemble-probe", b"x")
+print("0x%x" % c.exists("/zkr-import-ensemble-probe").czxid)
+c.delete("/zkr-import-ensemble-probe")
+c.stop()
+PY
+)
+    if [ -n "$next" ] && [ $((next)) -gt $((max)) ]; then
+        pass "$v/zxid: a write through member 2 got zxid $next, above the highest imported zxid $max"
+    else
+        fail "$v/zxid: a write through member 2 got zxid '${next}', not above the highest imported zxid $max"
+    fi
 }
 
 T0=$(date +%s)

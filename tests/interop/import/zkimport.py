@@ -9,10 +9,14 @@
       ephemerals) stay open until run.sh crashes/stops ZooKeeper and kills
       this process.
 
-  zkimport.py dump ADDR OUT.json [--probe]
+  zkimport.py dump ADDR OUT.json [--probe] [--sync]
       Walks the whole tree from "/" as the super user: data, Stat, ACL of
       every node.  With --probe it afterwards creates PROBE_PATH and records
-      its czxid (tells the server's next zxid).
+      its czxid (tells the server's next zxid).  With --sync it first syncs
+      (an ensemble member catches up with its leader before the walk).
+
+  zkimport.py max-zxid DUMP.json
+      Prints the highest czxid, mzxid or pzxid of the dump's nodes (hex).
 
   zkimport.py types ADDR OUT.json
       Deletes the children of the nodes in TYPES_EXPECTED and records which
@@ -24,10 +28,11 @@
 
   zkimport.py compare-types LABEL EXPECTED.json ACTUAL.json EXPECTED_NAME ACTUAL_NAME
 
-  zkimport.py compare LABEL EXPECTED.json ACTUAL.json [EXPECTED_NAME ACTUAL_NAME]
+  zkimport.py compare LABEL EXPECTED.json ACTUAL.json [EXPECTED_NAME ACTUAL_NAME] [--skip PATH]...
       One "PASS ..." / "FAIL ..." line per check (path set, data, each Stat
       field, ACL, last zxid when both dumps have a probe).  A failure is
-      followed by indented lines showing the first differences.
+      followed by indented lines showing the first differences.  --skip
+      leaves a path out of both (an ensemble's /zookeeper/config).
 """
 
 import json
@@ -460,10 +465,12 @@ def walk(c):
     return nodes
 
 
-def dump(addr, out, probe=False):
+def dump(addr, out, probe=False, sync=False):
     t0 = time.time()
     c = connect(addr, [SUPER])
     try:
+        if sync:
+            c.sync("/")
         dump_with(c, addr, out, t0, probe)
     finally:
         c.stop()
@@ -490,12 +497,21 @@ def fmt_val(field, v):
     return repr(v)
 
 
-def compare(label, exp_file, act_file, exp_name="expected", act_name="actual"):
+def max_zxid(dump_file):
+    with open(dump_file) as f:
+        nodes = json.load(f)["nodes"]
+    return max(n["stat"][k] for n in nodes.values() for k in ("czxid", "mzxid", "pzxid"))
+
+
+def compare(label, exp_file, act_file, exp_name="expected", act_name="actual", skip=()):
     with open(exp_file) as f:
         exp = json.load(f)
     with open(act_file) as f:
         act = json.load(f)
     E, A = exp["nodes"], act["nodes"]
+    for p in skip:
+        E.pop(p, None)
+        A.pop(p, None)
     failed = 0
     lines = []
 
@@ -562,7 +578,9 @@ def main():
             f.write("%d ops, holder sessions %s\n%s\n" % (n, ids, tail))
         threading.Event().wait()  # until killed; keeps the holder sessions open
     elif cmd == "dump":
-        dump(args[0], args[1], probe="--probe" in args[2:])
+        dump(args[0], args[1], probe="--probe" in args[2:], sync="--sync" in args[2:])
+    elif cmd == "max-zxid":
+        print("0x%x" % max_zxid(args[0]))
     elif cmd == "types":
         types(args[0], args[1])
     elif cmd == "expiry":
@@ -570,7 +588,14 @@ def main():
     elif cmd == "compare-types":
         return compare_types(*args)
     elif cmd == "compare":
-        return compare(*args)
+        pos, skip = [], []
+        it = iter(args)
+        for a in it:
+            if a == "--skip":
+                skip.append(next(it))
+            else:
+                pos.append(a)
+        return compare(*pos, skip=skip)
     else:
         print(__doc__, file=sys.stderr)
         return 2

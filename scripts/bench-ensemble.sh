@@ -1,0 +1,200 @@
+#!/usr/bin/env bash
+# 3-member ensembles side by side (issue #12, item 9): Debian's ZooKeeper 3.8 and zkr on the same
+# machine, same loader (`zkr bench --server a,b,c`, which spreads its sessions over the members
+# and sums the members' CPU and RSS from /proc), fsync on for both, tickTime=2000 for both.
+# Every workload runs against a fresh ensemble; which server goes first alternates.
+#   - write: create/setData, closed loop (forwarded to the leader on both);
+#   - read:  getData/exists/getChildren2 spread over the three members;
+#   - churn: Dubbo providers leaving and joining, consumers re-listing;
+#   - failover: benches/failover/Failover.java (the official Java client, N sessions on the
+#     3-host connect string, each writing its own node at a steady pace) while the leader is
+#     SIGKILLed K times (restarted and caught up in between): time until writes succeed again
+#     and until every session is connected again, sessions expired, acknowledged writes lost.
+#
+#   scripts/bench-ensemble.sh            full run (10 kills per server; about 25 minutes)
+#   scripts/bench-ensemble.sh --quick    small sizes, 3 kills (about 6 minutes)
+#
+# Environment: BENCH_ENS_PORT_BASE (default 21200: clients base+1..3 ZooKeeper, +11..13 zkr;
+# peers +101..; elections +201..), BENCH_OUT (raw results, default
+# target/bench/ensemble-<UTC time>.txt), KEEP=1 keeps the scratch directory, ZKR_BIN.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+QUICK=0
+[ "${1:-}" = "--quick" ] && QUICK=1
+if [ $QUICK = 1 ]; then
+  SECS=3; WARM=1; KILLS=3; FO_SESSIONS=10; CHURN="--providers 5 --interfaces 4 --consumers 20 --rounds 5 --expiries 1"
+else
+  SECS=15; WARM=2; KILLS=10; FO_SESSIONS=30; CHURN="--providers 20 --interfaces 10 --consumers 100 --rounds 20 --expiries 3"
+fi
+FO_RATE=10          # writes per second per failover session
+FO_TIMEOUT=30000    # the failover sessions' timeout, ms (Curator's default is 60 s, clamped to 40 s)
+BASE=${BENCH_ENS_PORT_BASE:-21200}
+ZKR=${ZKR_BIN:-target/release/zkr}
+[ -n "${ZKR_BIN:-}" ] || cargo build --release --locked 2>&1 | tail -n 1
+ZKSERVER=/usr/share/zookeeper/bin/zkServer.sh
+[ -x "$ZKSERVER" ] || { echo "Debian's ZooKeeper is missing: apt-get install zookeeper zookeeper-bin" >&2; exit 1; }
+command -v javac >/dev/null || { echo "javac (the JDK) is missing" >&2; exit 1; }
+
+mkdir -p target/bench
+OUT=${BENCH_OUT:-target/bench/ensemble-$(date -u +%Y%m%dT%H%M%SZ).txt}
+W=$(mktemp -d /tmp/zkr-bench-ensemble.XXXXXX)
+declare -A PIDS=()   # member id -> pid
+DRIVER=""
+cleanup() {
+  local p
+  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  [ -z "$DRIVER" ] || kill -9 "$DRIVER" 2>/dev/null || true
+  [ -n "${KEEP:-}" ] || rm -rf "$W"
+}
+trap cleanup EXIT
+
+log() { echo "[$(date -u +%H:%M:%S)] $*" >&2; }
+ms() { date +%s%3N; }
+cport() { if [ "$1" = zk ]; then echo $((BASE + $2)); else echo $((BASE + 10 + $2)); fi; }
+hosts() { echo "127.0.0.1:$(cport "$1" 1),127.0.0.1:$(cport "$1" 2),127.0.0.1:$(cport "$1" 3)"; }
+pids() { echo "${PIDS[1]},${PIDS[2]},${PIDS[3]}"; }
+mode() { echo srvr | timeout 3 nc -q1 127.0.0.1 "$(cport "$1" "$2")" 2>/dev/null | sed -n 's/^Mode: //p'; }
+
+# The Java driver, compiled once.
+CP=$(printf '/usr/share/java/%s.jar:' zookeeper zookeeper-jute slf4j-api slf4j-nop netty-all commons-io)
+for m in buffer codec common handler resolver transport transport-native-epoll transport-native-unix-common; do
+  [ -f "/usr/share/java/netty-$m.jar" ] && CP="$CP/usr/share/java/netty-$m.jar:"
+done
+mkdir -p "$W/classes"
+javac -nowarn -d "$W/classes" -cp "$CP" benches/failover/Failover.java
+
+# config SERVER ID: member ID's zoo.cfg (the same shape for both servers)
+config() {
+  local s=$1 i=$2 j off=0
+  [ "$s" = zkr ] && off=10
+  cat <<CFG
+tickTime=2000
+initLimit=10
+syncLimit=5
+dataDir=$W/$s/m$i
+clientPort=$(cport "$s" "$i")
+clientPortAddress=127.0.0.1
+maxClientCnxns=0
+admin.enableServer=false
+4lw.commands.whitelist=*
+CFG
+  for j in 1 2 3; do
+    echo "server.$j=127.0.0.1:$((BASE + 100 + off + j)):$((BASE + 200 + off + j));127.0.0.1:$(cport "$s" "$j")"
+  done
+}
+# launch SERVER ID: starts member ID on its existing data directory
+launch() {
+  local s=$1 i=$2 d="$W/$1/m$2"
+  if [ "$s" = zk ]; then
+    ZOOCFGDIR=$d ZOO_LOG_DIR=$d ZOOPIDFILE=$d/pid "$ZKSERVER" start-foreground "$d/zoo.cfg" >>"$d/out.log" 2>&1 &
+  else
+    "$ZKR" serve --config "$d/zoo.cfg" >>"$d/out.log" 2>&1 &
+  fi
+  PIDS[$i]=$!
+}
+# wait_serving SERVER ID...: until each member answers srvr as leader or follower
+wait_serving() {
+  local s=$1 i tries
+  shift
+  for i in "$@"; do
+    tries=0
+    until mode "$s" "$i" | grep -qE '^(leader|follower)$'; do
+      tries=$((tries + 1)); [ $tries -lt 900 ] || { log "$s member $i is not serving"; tail -20 "$W/$s/m$i/out.log" >&2; exit 1; }
+      sleep 0.1
+    done
+  done
+}
+# start SERVER: a fresh 3-member ensemble
+start() {
+  local s=$1 i
+  rm -rf "${W:?}/$s"
+  for i in 1 2 3; do
+    mkdir -p "$W/$s/m$i"
+    echo "$i" >"$W/$s/m$i/myid"
+    config "$s" "$i" >"$W/$s/m$i/zoo.cfg"
+  done
+  for i in 1 2 3; do launch "$s" "$i"; done
+  wait_serving "$s" 1 2 3
+}
+stop() {
+  local i
+  for i in "${!PIDS[@]}"; do kill -9 "${PIDS[$i]}" 2>/dev/null || true; wait "${PIDS[$i]}" 2>/dev/null || true; done
+  PIDS=()
+}
+leader() {  # SERVER: the leader's member id
+  local s=$1 i
+  for _ in $(seq 300); do
+    for i in 1 2 3; do [ "$(mode "$s" "$i")" = leader ] && { echo "$i"; return 0; }; done
+    sleep 0.1
+  done
+  return 1
+}
+record() { echo "srv=$1 $2" | tee -a "$OUT" >&2; }
+bench() {
+  local s=$1 w=$2 line
+  shift 2
+  line=$(timeout 1200 "$ZKR" bench "$w" --server "$(hosts "$s")" --server-pid "$(pids)" "$@" | grep '^bench=')
+  record "$s" "$line"
+}
+order() { if [ $(($1 % 2)) = 0 ]; then echo "zk zkr"; else echo "zkr zk"; fi; }
+
+# failover SERVER: the Java driver on a fresh ensemble, the leader SIGKILLed KILLS times
+failover() {
+  local s=$1 k l t0 fifo="$W/driver.in" out="$W/$1.failover"
+  rm -f "$fifo"; mkfifo "$fifo"
+  java -cp "$CP$W/classes" Failover "$(hosts "$s")" "$FO_SESSIONS" "$FO_RATE" "$FO_TIMEOUT" <"$fifo" >"$out" 2>"$W/$s.driver.err" &
+  DRIVER=$!
+  exec 7>"$fifo"
+  for _ in $(seq 600); do grep -q '^ready' "$out" && break; sleep 0.1; done
+  grep -q '^ready' "$out" || { log "the failover driver did not start"; cat "$W/$s.driver.err" >&2; exit 1; }
+  sleep 3
+  for k in $(seq "$KILLS"); do
+    l=$(leader "$s")
+    t0=$(ms)
+    kill -9 "${PIDS[$l]}"; wait "${PIDS[$l]}" 2>/dev/null || true
+    echo "kill $t0" >&7
+    log "$s: kill $k of $KILLS: SIGKILLed leader member $l"
+    # a new leader among the other two, then the old one back and caught up
+    local others=() i
+    for i in 1 2 3; do [ "$i" = "$l" ] || others+=("$i"); done
+    wait_serving "$s" "${others[@]}"
+    sleep 5
+    launch "$s" "$l"
+    wait_serving "$s" 1 2 3
+    sleep 5
+  done
+  echo done >&7
+  exec 7>&-
+  wait "$DRIVER" || true
+  DRIVER=""
+  grep -E '^(kill=|summary|LOST)' "$out" | sed "s/^/srv=$s bench=failover /" | tee -a "$OUT" >&2
+}
+
+{
+  echo "# zkr ensemble side-by-side $(date -u +%Y-%m-%dT%H:%M:%SZ) quick=$QUICK"
+  echo "# zkr $(git rev-parse --short HEAD 2>/dev/null || echo '?'), ZooKeeper $(dpkg-query -W -f='${Version}' zookeeper 2>/dev/null || echo '?'), $(java -version 2>&1 | head -1)"
+  echo "# machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(uname -sr)"
+  echo "# 3 members each, tickTime=2000, fsync on; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+} >"$OUT"
+cat "$OUT" >&2
+
+RW="--secs $SECS --warmup-secs $WARM"
+k=0
+for w in write read; do
+  for s in $(order $k); do
+    log "$w on $s"; start "$s"; bench "$s" "$w" $RW; stop
+  done
+  k=$((k + 1))
+done
+for s in $(order $k); do
+  log "churn on $s"; start "$s"; bench "$s" churn $CHURN; stop
+done
+k=$((k + 1))
+for s in $(order $k); do
+  log "failover on $s ($KILLS leader kills, $FO_SESSIONS Java-client sessions)"; start "$s"; failover "$s"; stop
+done
+
+echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT" >&2
+python3 scripts/bench-ensemble-report.py "$OUT"
+echo "raw results: $OUT"

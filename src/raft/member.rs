@@ -153,6 +153,7 @@ async fn serve_rpc(
             tracing::info!(leader = from, "the leader is gone (its stream ended, its peer port refuses): not serving until a leader is heard from");
             status.leader_lost.store(true, Ordering::Release);
             status.wake.notify_one();
+            tokio::spawn(elect_after_leader_loss(raft.clone(), me, from));
         }
     }
     result
@@ -265,6 +266,47 @@ async fn submit(raft: &Raft, cmd: Command, seq: u64, failed: impl FnOnce(u64) + 
         Ok(_) => {}
         Err(_) if seq != 0 => failed(seq),
         Err(_) => {}
+    }
+}
+
+/// Time between the survivors' elections after the leader's process is gone.
+static ELECT_STEP: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+
+/// Sets that step (half a heartbeat: more than a vote's round trip with its fsync).
+pub fn set_elect_step(d: Duration) {
+    let _ = ELECT_STEP.set(d);
+}
+
+/// The leader's process is gone (`serve_rpc` saw its stream end and its peer port refuse):
+/// elect now, as ZooKeeper's followers start leader election as soon as the leader's connection
+/// drops, instead of waiting out openraft's leader lease and an election timeout (3–4 s at
+/// tickTime 2000). A voter refuses candidates while the lease of the leader it voted for lasts,
+/// unless it is a candidate itself; so the surviving voters, ranked by id, each start an
+/// election one step apart (which ends their leases), and the first of them starts another
+/// after the last: its higher term wins every vote its log allows. If that log is behind,
+/// openraft's own timeouts elect someone else, as before.
+async fn elect_after_leader_loss(raft: Raft, me: MemberId, dead: MemberId) {
+    let step = ELECT_STEP.get().copied().unwrap_or(Duration::from_millis(100));
+    let survivors: Vec<MemberId> = {
+        let m = raft.metrics();
+        let m = m.borrow();
+        let mut v: Vec<MemberId> = m.membership_config.membership().voter_ids().filter(|id| *id != dead).collect();
+        v.sort_unstable();
+        v
+    };
+    let Some(rank) = survivors.iter().position(|id| *id == me) else { return };
+    let leaderless = |raft: &Raft| raft.metrics().borrow().current_leader.is_none_or(|l| l == dead);
+    tokio::time::sleep(step * rank as u32).await;
+    if !leaderless(&raft) {
+        return;
+    }
+    tracing::info!(dead, rank, "electing a new leader now");
+    let _ = raft.trigger().elect().await;
+    if rank == 0 {
+        tokio::time::sleep(step * survivors.len() as u32).await;
+        if leaderless(&raft) && raft.metrics().borrow().state != openraft::ServerState::Leader {
+            let _ = raft.trigger().elect().await;
+        }
     }
 }
 

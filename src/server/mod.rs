@@ -417,6 +417,7 @@ async fn start_member(
     let rec = crate::raft::recover(cfg)?;
     let raft_cfg = crate::raft::raft_config(cfg, ens).map_err(StartError::Ensemble)?;
     let raft_cfg_election_max = raft_cfg.election_timeout_max;
+    let raft_cfg_heartbeat = raft_cfg.heartbeat_interval;
     tracing::info!(
         id = me,
         zxid = format!("0x{:x}", rec.tree.last_zxid()),
@@ -473,6 +474,7 @@ async fn start_member(
     let shared = Arc::new(parking_lot::RwLock::new(ens.clone()));
     tokio::spawn(member::propose(me, shared.clone(), raft.clone(), core_tx.clone(), proposals, shutdown.clone()));
     tokio::spawn(member::keep_observers(raft.clone(), shared.clone(), shutdown.clone()));
+    member::set_elect_step(Duration::from_millis(raft_cfg_heartbeat / 2));
     member::set_catch_up(Duration::from_millis((cfg.tick_time_ms as u64 * ens.init_limit as u64).max(2000)));
     let stale = crate::raft::stale_after(cfg, ens);
     tokio::spawn(member::watch_role(raft.clone(), core_tx.clone(), status.clone(), stale, shutdown.clone()));

@@ -16,7 +16,8 @@
 #
 # Environment: BENCH_ENS_PORT_BASE (default 21200: clients base+1..3 ZooKeeper, +11..13 zkr;
 # peers +101..; elections +201..), BENCH_OUT (raw results, default
-# target/bench/ensemble-<UTC time>.txt), KEEP=1 keeps the scratch directory, ZKR_BIN.
+# target/bench/ensemble-<UTC time>.txt), KEEP=1 keeps the scratch directory, ZKR_BIN,
+# BENCH_ONLY="write read churn failover" (a subset, space separated).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -180,18 +181,23 @@ failover() {
 cat "$OUT" >&2
 
 RW="--secs $SECS --warmup-secs $WARM"
+ONLY=" ${BENCH_ONLY:-write read churn failover} "
+wanted() { [[ "$ONLY" == *" $1 "* ]]; }
 k=0
 for w in write read; do
+  wanted "$w" || continue
   for s in $(order $k); do
     log "$w on $s"; start "$s"; bench "$s" "$w" $RW; stop
   done
   k=$((k + 1))
 done
 for s in $(order $k); do
+  wanted churn || break
   log "churn on $s"; start "$s"; bench "$s" churn $CHURN; stop
 done
 k=$((k + 1))
 for s in $(order $k); do
+  wanted failover || break
   log "failover on $s ($KILLS leader kills, $FO_SESSIONS Java-client sessions)"; start "$s"; failover "$s"; stop
 done
 

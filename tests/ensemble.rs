@@ -759,3 +759,37 @@ async fn survivors_elect_at_once_when_the_leaders_process_is_gone() {
     converged(&cl).await;
     cl.shutdown().await;
 }
+
+/// A handshake that comes while a member has no leader waits for one (up to an election
+/// timeout) instead of being refused at once: refused, the Java client sleeps up to a second
+/// before it tries another host, which made every session's reconnect after a leader's death
+/// wait out those sleeps behind an election of a tenth of a second.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_handshake_waits_for_a_leader_instead_of_being_refused() {
+    let mut cl = Cluster::start(3).await;
+    let leader = cl.leader().await;
+    let lone = cl.follower(leader);
+    let other = (0..3).find(|i| *i != leader && *i != lone).unwrap();
+    cl.stop(leader).await;
+    cl.stop(other).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while cl.role(lone) != Some(Role::Looking) {
+        assert!(std::time::Instant::now() < deadline, "the lone member still serves");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Alone, no leader comes: the handshake is refused, but only after the wait.
+    let t = std::time::Instant::now();
+    let mut raw = common::Raw::open(&cl.addr(lone)).await;
+    assert!(raw.handshake(common::new_session(5_000)).await.is_none(), "a member without a leader answered");
+    let waited = t.elapsed();
+    assert!(waited >= Duration::from_millis(300), "refused after {waited:?}, not held");
+    // A member that has just started has no leader yet either: its first handshake waits for
+    // the leader it hears of, and is answered.
+    cl.restart(other).await;
+    cl.leader().await;
+    cl.restart(leader).await;
+    let mut raw = common::Raw::open(&cl.addr(leader)).await;
+    let resp = raw.handshake(common::new_session(5_000)).await.expect("answered once a leader is known");
+    assert_ne!(resp.session_id, 0);
+    cl.shutdown().await;
+}

@@ -144,9 +144,10 @@ async fn serve_rpc(
         let m = m.borrow();
         (m.id, m.current_leader, m.membership_config.membership().get_node(&from).map(|n| n.peer_addr()))
     };
+    tracing::debug!(peer = from, replicated, ?leader, "peer RPC connection ended");
     if replicated && leader == Some(from) {
         let alive = match addr {
-            Some(addr) => network::connect(&addr, me, Kind::Rpc).await.is_ok(),
+            Some(addr) => !peer_is_gone(&addr, me).await,
             None => false,
         };
         if !alive && raft.metrics().borrow().current_leader == Some(from) {
@@ -157,6 +158,29 @@ async fn serve_rpc(
         }
     }
     result
+}
+
+/// True if the member at `addr` is gone: its peer port refuses, or takes a connection and
+/// drops it at once. A process being killed can still complete a connect (the kernel answers
+/// for its listening socket until the file is closed), and then resets it; a live member keeps
+/// the connection open, waiting for a request. Asked three times, 50 ms apart.
+async fn peer_is_gone(addr: &str, me: MemberId) -> bool {
+    use tokio::io::AsyncReadExt;
+    for attempt in 0..3 {
+        if attempt > 0 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        match network::connect(addr, me, Kind::Rpc).await {
+            Err(_) => return true,
+            Ok(mut s) => {
+                let mut b = [0u8; 1];
+                if let Ok(Ok(0) | Err(_)) = tokio::time::timeout(Duration::from_millis(100), s.read(&mut b)).await {
+                    return true;
+                }
+            }
+        }
+    }
+    false
 }
 
 async fn serve_rpc_frames(
@@ -522,8 +546,14 @@ pub async fn watch_role(
         let contact = crate::session::mono_ms().saturating_sub(status.leader_contact.load(Ordering::Acquire));
         let in_touch = contact <= stale_ms && !status.leader_lost.load(Ordering::Acquire);
         use openraft::ServerState as S;
+        // A leader serves once a quorum has acknowledged it: openraft restarts a member whose
+        // saved vote is its own as leader of that old term until it hears of a newer one, and
+        // such a member must not answer a read meanwhile (ZooKeeper's restarted leader is
+        // LOOKING until an election settles). A single voter is its own quorum.
+        let sole_voter = metrics.borrow().membership_config.membership().voter_ids().count() == 1;
+        let acked = sole_voter || since_ack.is_some_and(|ms| ms <= stale_ms);
         let role = match state {
-            S::Leader if since_ack.is_some_and(|ms| ms > stale_ms) => Role::Looking,
+            S::Leader if !acked => Role::Looking,
             S::Leader => Role::Leader,
             S::Follower if leader.is_some() && in_touch => Role::Follower,
             S::Learner if leader.is_some() && in_touch => Role::Observer,
@@ -532,7 +562,7 @@ pub async fn watch_role(
         // A leader that lost its quorum stops its heartbeats, so that followers and observers
         // still in touch with it notice too and stop serving (ZooKeeper's leader gives up
         // leading after syncLimit ticks without a quorum); elections bring them back.
-        let quiet = state == S::Leader && role == Role::Looking;
+        let quiet = state == S::Leader && since_ack.is_some_and(|ms| ms > stale_ms) && !sole_voter;
         if quiet != heartbeat_off {
             heartbeat_off = quiet;
             raft.runtime_config().heartbeat(!quiet);

@@ -429,6 +429,9 @@ async fn start_member(
     );
     let durable = Arc::new(std::sync::atomic::AtomicI64::new(rec.tree.last_zxid()));
     let (repl, proposals) = crate::raft::core_side(me, &rec, cfg.read_only_enabled);
+    // Handshakes wait for a leader up to one election timeout (an election after a leader's
+    // death takes a fraction of that) before they are refused.
+    let repl = repl.with_handshake_hold(raft_cfg_election_max);
     let (core_tx, core_rx) = mpsc::channel(CORE_QUEUE);
     let crate::raft::Recovered { tree, applied, membership, log, snap_dir } = rec;
     let core = Core::new(cfg.clone(), tree, secret, None, durable.clone(), stats.clone(), Some(repl));

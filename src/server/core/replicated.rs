@@ -180,6 +180,10 @@ pub struct Replicated {
     read_only_enabled: bool,
     /// Sessions created while read-only: local to this member, gone when it rejoins a quorum.
     ro_sessions: HashSet<SessionId>,
+    /// Handshakes that came while there was no leader, with when they came: answered once
+    /// there is one, refused after `hold_ms`.
+    pub(super) held: Vec<(ConnId, crate::proto::ConnectRequest, u64)>,
+    pub(super) hold_ms: u64,
 }
 
 impl Replicated {
@@ -206,12 +210,21 @@ impl Replicated {
             reaping: HashSet::new(),
             read_only_enabled: false,
             ro_sessions: HashSet::new(),
+            held: Vec::new(),
+            hold_ms: 0,
         }
     }
 
     /// Turns read-only mode on (ZooKeeper's `readonlymode.enabled`).
     pub fn with_read_only(mut self, enabled: bool) -> Replicated {
         self.read_only_enabled = enabled;
+        self
+    }
+
+    /// How long a handshake that comes while there is no leader waits for one before it is
+    /// refused (0: refused at once).
+    pub fn with_handshake_hold(mut self, ms: u64) -> Replicated {
+        self.hold_ms = ms;
         self
     }
 
@@ -610,7 +623,7 @@ impl Core {
                 r.reaping.clear();
             }
         }
-        if role == Role::Looking {
+        if role == Role::Looking && was.0 != Role::Looking {
             // No leader: nothing can be served here (ZooKeeper shuts its client server down
             // while LOOKING); clients move to another member and keep their sessions. Read-only
             // sessions (read-only mode) stay while the member stays cut off.
@@ -628,6 +641,14 @@ impl Core {
             let local: Vec<SessionId> = self.repl().map(|r| r.ro_sessions.drain().collect()).unwrap_or_default();
             for sid in local {
                 self.sessions.remove(&sid);
+            }
+        }
+        if role != Role::Looking {
+            let held = self.repl().map(|r| std::mem::take(&mut r.held)).unwrap_or_default();
+            for (conn, req, _) in held {
+                if self.conns.contains_key(&conn) {
+                    self.handshake(conn, req);
+                }
             }
         }
     }
@@ -666,6 +687,19 @@ impl Core {
     pub(super) fn ensemble_tick(&mut self) {
         let now = self.now_ms();
         let Some(role) = self.repl.as_ref().map(|r| r.role) else { return };
+        let late: Vec<ConnId> = match self.repl() {
+            Some(r) if !r.held.is_empty() => {
+                let hold = r.hold_ms;
+                let (late, keep) = std::mem::take(&mut r.held).into_iter().partition(|h| now >= h.2 + hold);
+                r.held = keep;
+                late.into_iter().map(|h: (ConnId, crate::proto::ConnectRequest, u64)| h.0).collect()
+            }
+            _ => Vec::new(),
+        };
+        for conn in late {
+            tracing::info!(conn, "refusing connection: this member still has no leader");
+            self.close_conn(conn);
+        }
         match role {
             Role::Leader => {
                 for sid in self.expiry.expired(now) {

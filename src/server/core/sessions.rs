@@ -6,14 +6,33 @@ use super::*;
 impl Core {
     pub(super) fn connect(&mut self, conn: ConnHandle, req: ConnectRequest) {
         let id = conn.id;
-        let peer = conn.peer;
-        let ids = crate::authinfo::from_added(
-            std::iter::once(Id::new("ip", &peer.to_string())).chain(conn.tls_ids.iter().cloned()),
-        );
         self.conns.insert(
             id,
             Conn { handle: conn, session: None, sasl: None, queue: Default::default(), in_flight: 0, read_only: false },
         );
+        self.handshake(id, req);
+    }
+
+    /// Answers a connection's ConnectRequest (again, for one held while there was no leader).
+    pub(super) fn handshake(&mut self, id: ConnId, req: ConnectRequest) {
+        let Some(peer) = self.conns.get(&id).map(|c| c.handle.peer) else { return };
+        let ids = match self.conns.get(&id) {
+            Some(c) => crate::authinfo::from_added(
+                std::iter::once(Id::new("ip", &peer.to_string())).chain(c.handle.tls_ids.iter().cloned()),
+            ),
+            None => return,
+        };
+        let now = self.now_ms();
+        if let Some(r) = self.repl.as_mut().filter(|r| !r.serving() && r.hold_ms > 0) {
+            if !(r.read_only_enabled() && req.read_only == Some(true)) {
+                // No leader, most likely for an election's fraction of a second: the client
+                // waits for its answer instead of being refused and backing off (the Java
+                // client sleeps up to a second before it tries another host).
+                tracing::debug!(conn = id, %peer, "holding a handshake until this member has a leader");
+                r.held.push((id, req, now));
+                return;
+            }
+        }
         let last = self.tree.last_zxid();
         if req.last_zxid_seen > last {
             // ZooKeeper refuses a client that has seen a newer state, without a response.

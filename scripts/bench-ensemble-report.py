@@ -34,6 +34,9 @@ def get(bench, srv, key):
 
 
 def cpu_us_per_op(bench, srv):
+    direct = get(bench, srv, "server_cpu_us_per_op")
+    if direct is not None:
+        return direct
     cpu, ops = get(bench, srv, "server_cpu_pct"), get(bench, srv, "ops_per_s")
     if cpu is None or not ops:
         return None

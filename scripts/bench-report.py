@@ -27,7 +27,7 @@ def fmt(v, unit):
     if unit == "ms_from_us":
         return f"{v / 1000:,.2f} ms"
     if unit == "us":
-        return f"{v:,.0f} µs"
+        return f"{v:,.1f} µs"
     if unit == "kB":
         return f"{v / 1024:,.1f} MB"
     if unit == "%":
@@ -37,6 +37,9 @@ def fmt(v, unit):
 
 # (label, bench, key, unit, target: (kind, bound) where ratio = zkr/zk)
 ROWS = [
+    ("read: server CPU per op", "read", "server_cpu_us_per_op", "us", None),
+    ("write: server CPU per op", "write", "server_cpu_us_per_op", "us", None),
+    ("mixed: server CPU per op", "mixed", "server_cpu_us_per_op", "us", None),
     ("read throughput (ops/s)", "read", "ops_per_s", "", ("ratio>=", 3)),
     ("read p99 latency, closed loop", "read", "lat_p99_us", "ms_from_us", None),
     ("write throughput (ops/s)", "write", "ops_per_s", "", ("ratio>=", 2)),

@@ -90,7 +90,7 @@ pub async fn run(a: FillArgs) -> Result<(), BenchError> {
     let after = a.target.sample();
     let mut s = Summary::new("fill");
     s.kv("count", created).kv("name_bytes", a.name_bytes).f("secs", secs).f("ops_per_s", created as f64 / secs);
-    s.kv("errors", errors).server(before, after);
+    s.kv("errors", errors).server(before, after).server_per_op(before, after, created);
     if let (Some(b), Some(x)) = (before, after) {
         s.f("rss_bytes_per_znode", (x.rss_kb.saturating_sub(b.rss_kb) * 1024) as f64 / created.max(1) as f64);
     }

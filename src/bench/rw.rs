@@ -549,7 +549,8 @@ pub async fn run(a: RwArgs, mix: Mix) -> Result<(), BenchError> {
         .f("ops_per_s", total.ops as f64 / a.secs)
         .lat("lat", &mut total.lat)
         .kv("errors", total.errors + failed)
-        .server(before, after);
+        .server(before, after)
+        .server_per_op(before, after, total.ops);
     if let (Some(b), Some(e)) = (me_before, me_after) {
         s.f("loader_cpu_pct", stats::cpu_pct(&b, &e));
     }

@@ -119,6 +119,18 @@ impl Summary {
         self
     }
 
+    /// The server's CPU time per operation over the window (summed over an ensemble's members):
+    /// unlike elapsed-time throughput on a shared machine, it does not depend on what else runs.
+    pub fn server_per_op(&mut self, before: Option<ProcSample>, after: Option<ProcSample>, ops: u64) -> &mut Summary {
+        if let (Some(a), Some(b)) = (before, after) {
+            if ops > 0 {
+                let cpu_secs = b.cpu_ticks.saturating_sub(a.cpu_ticks) as f64 / USER_HZ;
+                self.f("server_cpu_us_per_op", cpu_secs * 1e6 / ops as f64);
+            }
+        }
+        self
+    }
+
     pub fn print(&self) {
         println!("{}", self.line);
     }

@@ -114,10 +114,20 @@ impl Iterator for ChildNames<'_> {
 
 impl ExactSizeIterator for ChildNames<'_> {}
 
+/// Nodes per chunk of the slab: what a write during a snapshot copies at most, once.
+const CHUNK: usize = 256;
+
 /// Slab of znodes with a free list; ids are reused after delete.
+///
+/// The slots live in chunks shared by reference: a clone of the slab (the copy a snapshot is
+/// written from) copies one pointer per chunk, and a chunk is copied only when a node in it
+/// changes while a snapshot still holds it (`Arc::make_mut`). Without a snapshot running no
+/// chunk is shared, and a change copies nothing.
 #[derive(Debug, Default, Clone)]
 pub struct Slab {
-    slots: Vec<Option<Znode>>,
+    chunks: Vec<Arc<Vec<Option<Znode>>>>,
+    /// Slots handed out so far (used or free).
+    slots: usize,
     free: Vec<NodeId>,
     len: usize,
     /// The segments of every stored name; a node's name takes its uses when it is encoded
@@ -126,19 +136,32 @@ pub struct Slab {
 }
 
 impl Slab {
+    fn slot_mut(&mut self, id: NodeId) -> Option<&mut Option<Znode>> {
+        let i = id as usize;
+        Arc::make_mut(self.chunks.get_mut(i / CHUNK)?).get_mut(i % CHUNK)
+    }
+
     pub fn insert(&mut self, node: Znode) -> NodeId {
         self.len += 1;
         if let Some(id) = self.free.pop() {
-            self.slots[id as usize] = Some(node);
-            id
-        } else {
-            self.slots.push(Some(node));
-            (self.slots.len() - 1) as NodeId
+            if let Some(slot) = self.slot_mut(id) {
+                *slot = Some(node);
+                return id;
+            }
         }
+        let id = self.slots as NodeId;
+        if self.slots % CHUNK == 0 {
+            self.chunks.push(Arc::new(Vec::with_capacity(CHUNK)));
+        }
+        if let Some(last) = self.chunks.last_mut() {
+            Arc::make_mut(last).push(Some(node));
+        }
+        self.slots += 1;
+        id
     }
 
     pub fn remove(&mut self, id: NodeId) -> Option<Znode> {
-        let n = self.slots.get_mut(id as usize)?.take()?;
+        let n = self.slot_mut(id)?.take()?;
         self.names.release(&n.name);
         self.free.push(id);
         self.len -= 1;
@@ -146,11 +169,12 @@ impl Slab {
     }
 
     pub fn get(&self, id: NodeId) -> Option<&Znode> {
-        self.slots.get(id as usize)?.as_ref()
+        let i = id as usize;
+        self.chunks.get(i / CHUNK)?.get(i % CHUNK)?.as_ref()
     }
 
     pub fn get_mut(&mut self, id: NodeId) -> Option<&mut Znode> {
-        self.slots.get_mut(id as usize)?.as_mut()
+        self.slot_mut(id)?.as_mut()
     }
 
     pub fn len(&self) -> usize {

@@ -294,7 +294,9 @@ impl Core {
             return;
         }
         self.since_snapshot = 0;
-        let tree = self.tree.clone();
+        let taken = std::time::Instant::now();
+        let tree = self.tree.snapshot_view();
+        let view_us = taken.elapsed().as_micros() as u64;
         let layout = self.layout.clone();
         let keep = self.cfg.snap_retain_count;
         let running = self.snapshot_running.clone();
@@ -306,7 +308,7 @@ impl Core {
             }
             match storage::snapshot::write(&layout.snap_dir, &tree) {
                 Ok(p) => {
-                    tracing::info!(file = %p.display(), zxid = format!("0x{:x}", tree.last_zxid()), "snapshot written");
+                    tracing::info!(file = %p.display(), zxid = format!("0x{:x}", tree.last_zxid()), znodes = tree.node_count(), view_us, ms = taken.elapsed().as_millis() as u64, "snapshot written");
                     if let Err(e) = storage::purge(&layout, keep) {
                         tracing::warn!("purging old snapshots and logs failed: {e}");
                     }

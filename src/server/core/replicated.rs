@@ -585,8 +585,11 @@ impl Core {
             }
             ReplMsg::SnapshotView(tx) => {
                 let Some(r) = self.repl.as_deref() else { return };
-                let view =
-                    SnapshotView { tree: self.tree.clone(), log_id: r.applied, membership: r.membership.clone() };
+                let view = SnapshotView {
+                    tree: self.tree.snapshot_view(),
+                    log_id: r.applied,
+                    membership: r.membership.clone(),
+                };
                 let _ = tx.send(view);
             }
             ReplMsg::Install { tree, log_id, membership, done } => {

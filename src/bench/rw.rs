@@ -161,6 +161,9 @@ enum Kind {
 struct Gen {
     mix: Mix,
     k: usize,
+    /// The loader's process id, in created names: a second run on the same server creates new
+    /// nodes instead of failing with NodeExists.
+    run: u32,
     keys: u64,
     key_bytes: usize,
     data: Bytes,
@@ -176,6 +179,7 @@ impl Gen {
         Gen {
             mix,
             k,
+            run: std::process::id(),
             keys: a.keys,
             key_bytes: a.key_bytes,
             set: Template::new(&client::set_data(0, &set_path, data.clone())),
@@ -211,7 +215,7 @@ impl Gen {
             Kind::Create => {
                 let req = client::create(
                     xid,
-                    format!("/bench/write/c{}-{seq}", self.k),
+                    format!("/bench/write/c{}-{}-{seq}", self.run, self.k),
                     self.data.clone(),
                     0,
                     OpCode::Create,

@@ -37,6 +37,14 @@ impl Latencies {
         let at = |q: f64| self.us[((self.us.len() as f64 * q).ceil() as usize).clamp(1, self.us.len()) - 1];
         (at(0.50), at(0.99), self.us[self.us.len() - 1])
     }
+
+    /// p99.9 in microseconds (call after `summary`, which sorts); 0 when empty.
+    pub fn p999(&self) -> u32 {
+        if self.us.is_empty() {
+            return 0;
+        }
+        self.us[((self.us.len() as f64 * 0.999).ceil() as usize).clamp(1, self.us.len()) - 1]
+    }
 }
 
 /// CPU ticks (utime + stime) and RSS of a process, from /proc.
@@ -106,7 +114,8 @@ impl Summary {
     /// p50/p99/max of `lat` as `<prefix>_p50_us` …
     pub fn lat(&mut self, prefix: &str, lat: &mut Latencies) -> &mut Summary {
         let (p50, p99, max) = lat.summary();
-        let _ = write!(self.line, " {prefix}_p50_us={p50} {prefix}_p99_us={p99} {prefix}_max_us={max}");
+        let p999 = lat.p999();
+        let _ = write!(self.line, " {prefix}_p50_us={p50} {prefix}_p99_us={p99} {prefix}_p999_us={p999} {prefix}_max_us={max}");
         self
     }
 

@@ -406,7 +406,11 @@ async fn start_member(
     let spec = ens.me().cloned().ok_or_else(|| StartError::Ensemble(format!("server.{me} is not in the ensemble")))?;
     std::fs::create_dir_all(&cfg.data_dir).map_err(|e| crate::storage::StorageError::io(&cfg.data_dir, e))?;
     if crate::raft::seed::wanted(cfg)? {
-        let peers_term = crate::raft::seed::probe(ens, shutdown, Duration::from_millis(500)).await.map_err(|e| {
+        // Asked every heartbeat: an empty member started with this one initializes after one
+        // election timeout (ten heartbeats) unless it has heard this member's probe (a probe
+        // every 500 ms lost that race at tickTime 200 on a loaded machine).
+        let every = crate::raft::raft_config(cfg, ens).map(|c| c.heartbeat_interval).unwrap_or(100);
+        let peers_term = crate::raft::seed::probe(ens, shutdown, Duration::from_millis(every)).await.map_err(|e| {
             StartError::Ensemble(format!("cannot seed the ensemble from {}: {e}", cfg.data_dir.display()))
         })?;
         crate::raft::seed::seed(cfg, ens, peers_term)?;

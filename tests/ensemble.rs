@@ -639,3 +639,128 @@ async fn reconfig_adds_and_removes_members_like_zookeeper() {
     }
     cl.shutdown().await;
 }
+
+/// Record offsets and lengths of a Raft log segment ("ZKRL" | version, then length | crc |
+/// payload records, then zeros).
+fn segment_records(path: &std::path::Path) -> Vec<(u64, u64)> {
+    let b = std::fs::read(path).unwrap();
+    let mut out = Vec::new();
+    let mut off = 8usize;
+    while off + 8 <= b.len() {
+        let len = u32::from_be_bytes([b[off], b[off + 1], b[off + 2], b[off + 3]]) as usize;
+        if len == 0 {
+            break;
+        }
+        out.push((off as u64, 8 + len as u64));
+        off += 8 + len;
+    }
+    out
+}
+
+fn newest_file(dir: &std::path::Path, prefix: &str) -> std::path::PathBuf {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            let n = p.file_name().unwrap().to_string_lossy().into_owned();
+            n.starts_with(prefix) && !n.ends_with(".meta") && !n.ends_with(".tmp")
+        })
+        .collect();
+    files.sort();
+    files.pop().unwrap_or_else(|| panic!("no {prefix}* in {}", dir.display()))
+}
+
+fn files_in(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir).map_or(0, |rd| rd.count())
+}
+
+/// Found by the fault suite (tests/faults, nemesis log-corrupt): a member whose newest log
+/// segment had garbage in one of its last records, or was truncated inside one, refused to
+/// start, and stayed down. Its data is on the other members: it now cuts its log at the first
+/// bad record (keeping a copy in raft/log/damaged/), rejoins, and gets what it lost from the
+/// leader.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_member_whose_log_tail_is_damaged_cuts_it_and_catches_up() {
+    let mut cl = Cluster::start(3).await;
+    let leader = cl.leader().await;
+    let victim = cl.follower(leader);
+    let c = client(&cl.addr(leader)).await;
+    c.create("/d", b"", &persistent()).await.unwrap();
+    let mut n = 0;
+    for damage in ["garbage", "truncate"] {
+        for _ in 0..100 {
+            c.create(&format!("/d/n{n}"), &[b'x'; 50], &persistent()).await.unwrap();
+            n += 1;
+        }
+        converged(&cl).await;
+        cl.stop(victim).await;
+        let raft = cl.cfgs[victim].data_dir.join("raft");
+        let seg = newest_file(&raft.join("log"), "seg.");
+        let recs = segment_records(&seg);
+        let (off, len) = recs[recs.len() - 3];
+        if damage == "garbage" {
+            use std::os::unix::fs::FileExt;
+            let f = std::fs::OpenOptions::new().write(true).open(&seg).unwrap();
+            f.write_all_at(&[0xa5; 16], off + len / 2).unwrap();
+        } else {
+            let f = std::fs::OpenOptions::new().write(true).open(&seg).unwrap();
+            f.set_len(off + len / 2).unwrap();
+        }
+        let kept = files_in(&raft.join("log").join("damaged"));
+        cl.restart(victim).await;
+        cl.leader().await;
+        converged(&cl).await;
+        assert!(files_in(&raft.join("log").join("damaged")) > kept, "{damage}: a copy of the damaged segment is kept");
+        let back = client(&cl.addr(victim)).await;
+        back.sync("/").await.unwrap();
+        assert_eq!(back.list_children("/d").await.unwrap().len(), n, "{damage}: every node back on the member");
+    }
+    cl.shutdown().await;
+}
+
+/// Found by the fault suite (nemesis snapshot-corrupt): a member whose newest snapshot was
+/// damaged refused to start. It now sets the snapshot aside (raft/snap/damaged/) and starts
+/// from an older one, or from nothing, with the log when it reaches back that far (else the log
+/// is set aside too), and the leader sends it the rest: the same tree as everyone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_member_whose_newest_snapshot_is_damaged_falls_back_and_catches_up() {
+    let mut cfgs = ensemble_configs(3);
+    for c in &mut cfgs {
+        c.snap_count = 50;
+    }
+    let mut cl = Cluster::start_with(cfgs).await;
+    let leader = cl.leader().await;
+    let victim = cl.follower(leader);
+    let c = client(&cl.addr(leader)).await;
+    c.create("/s", b"", &persistent()).await.unwrap();
+    let mut n = 0;
+    for damage in ["garbage", "truncate"] {
+        for _ in 0..300 {
+            c.create(&format!("/s/n{n}"), &[b'y'; 40], &persistent()).await.unwrap();
+            n += 1;
+        }
+        converged(&cl).await;
+        cl.stop(victim).await;
+        let snap_dir = cl.cfgs[victim].data_dir.join("raft").join("snap");
+        let snap = newest_file(&snap_dir, "snapshot.");
+        let size = std::fs::metadata(&snap).unwrap().len();
+        if damage == "garbage" {
+            use std::os::unix::fs::FileExt;
+            let f = std::fs::OpenOptions::new().write(true).open(&snap).unwrap();
+            f.write_all_at(&[0x5a; 32], size / 2).unwrap();
+        } else {
+            std::fs::OpenOptions::new().write(true).open(&snap).unwrap().set_len(size / 3).unwrap();
+        }
+        cl.restart(victim).await;
+        cl.leader().await;
+        let digest = converged(&cl).await;
+        assert!(!digest.is_empty());
+        assert!(files_in(&snap_dir.join("damaged")) > 0, "{damage}: the damaged snapshot is kept aside");
+        assert!(!snap.exists(), "{damage}: the damaged snapshot is no longer where it would be read");
+        let back = client(&cl.addr(victim)).await;
+        back.sync("/").await.unwrap();
+        assert_eq!(back.list_children("/s").await.unwrap().len(), n, "{damage}: every node back on the member");
+    }
+    cl.shutdown().await;
+}

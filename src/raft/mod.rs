@@ -45,17 +45,39 @@ pub struct Recovered {
 
 /// Opens the Raft log and loads the newest snapshot. Entries after the snapshot are applied by
 /// openraft once it knows they are committed (at once up to the saved commit point).
+///
+/// A member's damaged files never keep it down, and never make it serve what it does not have:
+/// its data is also on the other members. A damaged log is cut at its first bad record (a copy
+/// kept in `raft/log/damaged/`); a damaged snapshot is set aside (`raft/snap/damaged/`) for the
+/// next older one; if the log cannot be replayed from the snapshot taken (compacted past it),
+/// the log is set aside too. What the member lost, the leader sends it (entries, or a
+/// snapshot), as to a member whose data directory was wiped. The vote is always kept.
 pub fn recover(cfg: &Config) -> Result<Recovered, crate::storage::StorageError> {
+    use crate::storage::StorageError as E;
     let dir = raft_dir(cfg);
     let snap_dir = dir.join("snap");
-    std::fs::create_dir_all(&snap_dir).map_err(|e| crate::storage::StorageError::io(&snap_dir, e))?;
-    let log = log_store::LogStore::open(&dir, cfg.force_sync)?;
-    let (tree, applied, membership) = match state_machine::latest(&snap_dir)? {
-        Some((meta, path)) => {
-            let tree = crate::storage::snapshot::read(&path)?;
-            (tree, meta.last_log_id, meta.last_membership)
+    std::fs::create_dir_all(&snap_dir).map_err(|e| E::io(&snap_dir, e))?;
+    let log = match log_store::LogStore::open(&dir, cfg.force_sync) {
+        Err(E::Corrupt { file, offset, reason }) if file.starts_with(dir.join("log")) => {
+            let did = log_store::cut_at(&dir, &file, offset)?;
+            tracing::warn!(file = %file.display(), offset, %reason, did = %did.join("; "),
+                "damaged raft log: cut at its first bad record; the leader sends this member what it lost");
+            log_store::LogStore::open(&dir, cfg.force_sync)?
         }
+        other => other?,
+    };
+    let (tree, applied, membership) = match state_machine::newest_valid(&snap_dir)? {
+        Some((meta, tree)) => (tree, meta.last_log_id, meta.last_membership),
         None => (DataTree::new(), None, Membership::default()),
+    };
+    let log = if log.continues_from(applied) {
+        log
+    } else {
+        drop(log);
+        let did = log_store::set_aside_all(&dir, "unreachable")?;
+        tracing::warn!(snapshot = ?applied, did = %did.join("; "),
+            "the raft log does not reach back to the snapshot this member has: log set aside; the leader sends a snapshot");
+        log_store::LogStore::open(&dir, cfg.force_sync)?
     };
     Ok(Recovered { tree, applied, membership, log, snap_dir })
 }

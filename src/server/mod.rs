@@ -421,7 +421,7 @@ async fn start_member(
     let durable = Arc::new(std::sync::atomic::AtomicI64::new(rec.tree.last_zxid()));
     let (repl, proposals) = crate::raft::core_side(me, &rec, cfg.read_only_enabled);
     let (core_tx, core_rx) = mpsc::channel(CORE_QUEUE);
-    let crate::raft::Recovered { tree, applied, membership, log, snap_dir } = rec;
+    let crate::raft::Recovered { tree, applied, membership, log, snap_dir, .. } = rec;
     let core = Core::new(cfg.clone(), tree, secret, None, durable.clone(), stats.clone(), Some(repl));
     let core = std::thread::Builder::new()
         .name("zkr-core".into())

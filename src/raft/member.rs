@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 #[derive(Debug, Default)]
 pub struct MemberStatus {
     pub role: parking_lot::Mutex<(Role, Option<MemberId>, u64)>,
-    /// `mono_ms` of the last AppendEntries from a leader.
+    /// `mono_ms` (at least 1) of the last AppendEntries from a leader; 0 until the first one.
     pub leader_contact: AtomicU64,
     /// `mono_ms` when this member last became leader.
     pub leader_since: AtomicU64,
@@ -138,7 +138,7 @@ async fn serve_rpc(
     };
     if replicated && leader == Some(from) {
         let alive = match addr {
-            Some(addr) => network::connect(&addr, me, Kind::Rpc).await.is_ok(),
+            Some(addr) => peer_alive(&addr, me).await,
             None => false,
         };
         if !alive && raft.metrics().borrow().current_leader == Some(from) {
@@ -148,6 +148,18 @@ async fn serve_rpc(
         }
     }
     result
+}
+
+/// Whether a member's peer port takes a connection and keeps it. A connection made while the
+/// member's process is dying can still be accepted from its listen backlog and only reset a
+/// moment later, so a connect alone can call a leader killed a moment ago alive (its followers
+/// then serve on its behalf until the election timeout, and every write they forward fails).
+/// A live member never closes an idle RPC connection: one still open after 100 ms is alive.
+async fn peer_alive(addr: &str, me: MemberId) -> bool {
+    use tokio::io::AsyncReadExt;
+    let Ok(mut s) = network::connect(addr, me, Kind::Rpc).await else { return false };
+    let mut b = [0u8; 1];
+    tokio::time::timeout(Duration::from_millis(100), s.read(&mut b)).await.is_err()
 }
 
 async fn serve_rpc_frames(
@@ -163,7 +175,7 @@ async fn serve_rpc_frames(
                 let res = raft.append_entries(r).await;
                 if res.is_ok() {
                     *replicated = true;
-                    status.leader_contact.store(crate::session::mono_ms(), Ordering::Release);
+                    status.leader_contact.store(crate::session::mono_ms().max(1), Ordering::Release);
                     status.leader_lost.store(false, Ordering::Release);
                 }
                 RpcResponse::Append(res)
@@ -171,7 +183,7 @@ async fn serve_rpc_frames(
             RpcRequest::Vote(r) => RpcResponse::Vote(raft.vote(r).await),
             RpcRequest::Snapshot(r) => {
                 *replicated = true;
-                status.leader_contact.store(crate::session::mono_ms(), Ordering::Release);
+                status.leader_contact.store(crate::session::mono_ms().max(1), Ordering::Release);
                 status.leader_lost.store(false, Ordering::Release);
                 RpcResponse::Snapshot(raft.install_snapshot(r).await)
             }
@@ -446,8 +458,12 @@ pub async fn watch_role(
             to_core(&core, ReplMsg::Role { role: Role::Looking, leader: None, term }).await;
             break;
         }
-        let contact = crate::session::mono_ms().saturating_sub(status.leader_contact.load(Ordering::Acquire));
-        let in_touch = contact <= stale_ms && !status.leader_lost.load(Ordering::Acquire);
+        let in_touch = in_touch_with_leader(
+            status.leader_contact.load(Ordering::Acquire),
+            crate::session::mono_ms(),
+            stale_ms,
+            status.leader_lost.load(Ordering::Acquire),
+        );
         use openraft::ServerState as S;
         let role = match state {
             S::Leader if since_ack.is_some_and(|ms| ms > stale_ms) => Role::Looking,
@@ -477,6 +493,18 @@ pub async fn watch_role(
             to_core(&core, ReplMsg::Role { role: now.0, leader: now.1, term }).await;
         }
     }
+}
+
+/// Whether a follower or observer is in touch with a leader: it heard from one (`contact_at`,
+/// the `mono_ms` of the last AppendEntries, 0 before the first) within `stale_ms`, and that
+/// leader's stream has not ended since (`lost`). A member just started has heard from nobody,
+/// even though openraft already names the leader its saved vote was for: until a leader's first
+/// AppendEntries it serves nobody (that leader may be gone, and the member far behind), as a
+/// ZooKeeper follower serves only once synced with its leader. Found by the fault suite: a
+/// restarted member served as a follower from its first millisecond, when `mono_ms` (the time
+/// since the process started) was below `stale_ms` and "never" looked like "just now".
+fn in_touch_with_leader(contact_at: u64, now: u64, stale_ms: u64, lost: bool) -> bool {
+    contact_at != 0 && now.saturating_sub(contact_at) <= stale_ms && !lost
 }
 
 /// The leader's duty for observers (`server.N=…:observer`): they join as openraft learners,
@@ -513,5 +541,19 @@ pub async fn keep_observers(raft: Raft, ensemble: Arc<parking_lot::RwLock<Ensemb
                 Err(e) => tracing::warn!(observer = id, "cannot add the observer yet: {e}"),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::in_touch_with_leader as in_touch;
+
+    #[test]
+    fn a_member_that_never_heard_from_a_leader_is_not_in_touch_even_when_just_started() {
+        // The process started 5 ms ago: no contact yet, whatever the clock says.
+        assert!(!in_touch(0, 5, 1000, false));
+        assert!(in_touch(3, 5, 1000, false));
+        assert!(!in_touch(3, 2000, 1000, false));
+        assert!(!in_touch(3, 5, 1000, true));
     }
 }

@@ -75,12 +75,13 @@ func dialSession(addrs []string, first int) (*Session, error) {
 			return nil, errors.New("frozen by the harness")
 		}
 		c, err := net.DialTimeout(network, address, timeout)
-		if err == nil {
-			s.connMu.Lock()
-			s.netConn = c
-			s.connMu.Unlock()
+		if err != nil {
+			return nil, err
 		}
-		return c, err
+		s.connMu.Lock()
+		s.netConn = c
+		s.connMu.Unlock()
+		return &boundedConn{Conn: c, max: sessionTimeout * 2 / 3}, nil
 	}
 	conn, _, err := zk.Connect(hosts, sessionTimeout,
 		zk.WithHostProvider(&rotatingHosts{servers: hosts}),
@@ -90,6 +91,9 @@ func dialSession(addrs []string, first int) (*Session, error) {
 		zk.WithEventCallback(func(ev zk.Event) {
 			if ev.Type != zk.EventSession {
 				return
+			}
+			if opLog != nil && s.Conn != nil && ev.State != zk.StateConnecting {
+				opLog("session 0x%x (first host %d): %v %s", s.Conn.SessionID(), first, ev.State, ev.Server)
 			}
 			switch ev.State {
 			case zk.StateHasSession:
@@ -133,6 +137,31 @@ func (s *Session) Freeze() {
 func (s *Session) Close() {
 	go s.Conn.Close()
 }
+
+// boundedConn caps every read and write deadline go-zookeeper sets at `max` from now.
+// go-zookeeper waits 10 × its read timeout (40 s here) for a handshake's answer: a member that
+// accepts the TCP connection but does not answer (SIGSTOPped: the kernel still completes the
+// handshake) holds such a client far beyond its session timeout, and its session expires while
+// other members serve. The Java client gives a handshake at most its read timeout (2/3 of the
+// session timeout), which this restores.
+type boundedConn struct {
+	net.Conn
+	max time.Duration
+}
+
+func (c *boundedConn) clamp(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	if limit := time.Now().Add(c.max); t.After(limit) {
+		return limit
+	}
+	return t
+}
+
+func (c *boundedConn) SetDeadline(t time.Time) error      { return c.Conn.SetDeadline(c.clamp(t)) }
+func (c *boundedConn) SetReadDeadline(t time.Time) error  { return c.Conn.SetReadDeadline(c.clamp(t)) }
+func (c *boundedConn) SetWriteDeadline(t time.Time) error { return c.Conn.SetWriteDeadline(c.clamp(t)) }
 
 var errTimeout = errors.New("harness: no reply within the op timeout")
 

@@ -108,7 +108,11 @@ func (c *Cluster) Start(m *Member) error {
 	var cmd *exec.Cmd
 	if c.Kind == "zkr" {
 		cmd = exec.Command("ip", "netns", "exec", nsName(m.ID), c.zkrBin, "serve", "--config", cfg)
-		cmd.Env = append(os.Environ(), "RUST_LOG=info")
+		level := "info"
+		if l := os.Getenv("ZKRF_RUST_LOG"); l != "" {
+			level = l // e.g. info,zkr::server::core=debug
+		}
+		cmd.Env = append(os.Environ(), "RUST_LOG="+level)
 	} else {
 		// start-foreground execs the JVM, and ip netns exec and env exec too: the pid is ZooKeeper's.
 		cmd = exec.Command("ip", "netns", "exec", nsName(m.ID), "env", "ZOOCFGDIR="+m.Dir, "ZOO_LOG_DIR="+m.Dir,

@@ -388,8 +388,12 @@ func runOne(o *options, server, nemName string) *Run {
 		}
 	}()
 
-	// Workloads and the nemesis, for o.duration.
+	// Workloads and the nemesis, for o.duration; a watcher notes each new leader (a new leader
+	// gives every session a full timeout: the sessions checker counts from there).
 	ctx, cancel := context.WithTimeout(context.Background(), o.duration)
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	defer stopWatch()
+	go watchLeader(watchCtx, c, events)
 	var wg sync.WaitGroup
 	for _, w := range wls {
 		wg.Add(1)
@@ -446,6 +450,23 @@ func runOne(o *options, server, nemName string) *Run {
 		}
 	}
 	return r
+}
+
+// watchLeader records every change of leader until ctx ends.
+func watchLeader(ctx context.Context, c *Cluster, events *EventLog) {
+	last := leaderID(c)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(250 * time.Millisecond):
+		}
+		if id := leaderID(c); id != 0 && id != last {
+			last = id
+			events.Disrupt()
+			events.Add("leader now m%d", id)
+		}
+	}
 }
 
 func leaderID(c *Cluster) int {

@@ -7,8 +7,8 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"

@@ -29,6 +29,8 @@ type liveSession struct {
 	acked   int64  // when its create was acknowledged (history clock)
 	expired bool
 	gens    int
+	// seen is how many expiries the client had reported when its ephemeral was made.
+	seen int64
 }
 
 type deadSession struct {
@@ -96,6 +98,7 @@ func (w *sessionsWL) newEphemeral(env *Env, l *liveSession) error {
 		return err
 	}
 	l.gens++
+	seen := l.s.expired.Load()
 	name := fmt.Sprintf("live-%x-%d", l.s.Conn.SessionID(), l.gens)
 	_, err := retry(20*time.Second, func() (string, error) {
 		p, err := l.s.Conn.Create(sessionsPath+"/"+name, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
@@ -108,7 +111,7 @@ func (w *sessionsWL) newEphemeral(env *Env, l *liveSession) error {
 		return err
 	}
 	w.mu.Lock()
-	l.name, l.acked = name, env.now()
+	l.name, l.acked, l.seen = name, env.now(), seen
 	w.mu.Unlock()
 	return nil
 }
@@ -133,16 +136,18 @@ func (w *sessionsWL) Run(ctx context.Context, env *Env) {
 		wg.Add(1)
 		go func(l *liveSession) {
 			defer wg.Done()
-			seen := l.s.expired.Load()
 			for {
 				select {
 				case <-ctx.Done():
 					return
 				case <-time.After(100 * time.Millisecond):
 				}
+				w.mu.Lock()
+				seen := l.seen
+				w.mu.Unlock()
 				if n := l.s.expired.Load(); n != seen {
-					seen = n
 					w.mu.Lock()
+					l.seen = n
 					l.expired = true
 					w.expiries++
 					w.expiredN[l.name] = true
@@ -240,6 +245,18 @@ func (w *sessionsWL) observe(env *Env) {
 }
 
 func (w *sessionsWL) Final(env *Env) {
+	// A client learns that its session expired only when it reaches a member again: let every
+	// live session reconnect, so that an expiry during the run is known before judging.
+	for _, l := range w.live {
+		_ = l.s.WaitSession(20 * time.Second)
+		w.mu.Lock()
+		if l.s.expired.Load() != l.seen {
+			l.expired = true
+			w.expiredN[l.name] = true
+			w.expiries++
+		}
+		w.mu.Unlock()
+	}
 	// Keep looking until every dead session's ephemeral is gone or its deadline has passed.
 	for {
 		w.mu.Lock()

@@ -764,3 +764,47 @@ async fn a_member_whose_newest_snapshot_is_damaged_falls_back_and_catches_up() {
     }
     cl.shutdown().await;
 }
+
+/// Found by the fault suite (nemesis log-corrupt, seed 848545265): the leader killed, its log
+/// truncated inside its last record, restarted before the others elected anyone. openraft
+/// restores a member whose saved vote is its own committed one as the leader of that term at
+/// once, so it led term T again with a log that had lost an entry of T, and handed that entry's
+/// log id out again with other contents: the followers kept theirs, and the trees diverged. A
+/// member whose log lost entries now restarts with its vote uncommitted: it follows, or wins a
+/// later term.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_leader_whose_log_tail_is_damaged_does_not_lead_its_old_term_again() {
+    let mut cl = Cluster::start(3).await;
+    let leader = cl.leader().await;
+    let c = zk::Client::connector()
+        .session_timeout(Duration::from_secs(6))
+        .connect(&cl.connect_string())
+        .await
+        .expect("client connects");
+    c.create("/t", b"", &persistent()).await.unwrap();
+    for i in 0..50 {
+        c.create(&format!("/t/a{i}"), &[b'a'; 30], &persistent()).await.unwrap();
+    }
+    converged(&cl).await;
+    cl.stop(leader).await;
+    let seg = newest_file(&cl.cfgs[leader].data_dir.join("raft").join("log"), "seg.");
+    let recs = segment_records(&seg);
+    let (off, len) = recs[recs.len() - 1];
+    std::fs::OpenOptions::new().write(true).open(&seg).unwrap().set_len(off + len / 2).unwrap();
+    cl.restart(leader).await;
+    for i in 0..50 {
+        common::eventually("writes go through after the restart", || async {
+            c.create(&format!("/t/b{i}"), &[b'b'; 30], &persistent()).await.is_ok()
+                || c.check_stat(&format!("/t/b{i}")).await.ok().flatten().is_some()
+        })
+        .await;
+    }
+    cl.leader().await;
+    converged(&cl).await;
+    for i in 0..3 {
+        let m = client(&cl.addr(i)).await;
+        m.sync("/").await.unwrap();
+        assert_eq!(m.list_children("/t").await.unwrap().len(), 100, "member {i} has every node");
+    }
+    cl.shutdown().await;
+}

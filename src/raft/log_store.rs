@@ -70,6 +70,8 @@ struct State {
     purged: Option<LogId>,
     /// Set when a write failed: nothing after it may be acknowledged.
     failed: Option<String>,
+    /// Set when opening cut a torn last record: the log lost an entry it had.
+    cut: bool,
 }
 
 impl State {
@@ -172,6 +174,7 @@ impl LogStore {
             flushed: None,
             purged: read_small::<LogId>(&purged).map_err(|e| E::io(&purged, e))?,
             failed: None,
+            cut: false,
         };
         let names = crate::storage::numbered_files(dir, "seg.")?;
         let count = names.len();
@@ -197,6 +200,11 @@ impl LogStore {
     /// Highest index on disk (for tests and metrics).
     pub fn flushed(&self) -> Option<u64> {
         self.state.lock().flushed
+    }
+
+    /// Whether opening cut a torn record off the end of the log.
+    pub fn cut_torn_tail(&self) -> bool {
+        self.state.lock().cut
     }
 
     /// Whether the entries after `applied` (a snapshot's last log id, `None` for the empty
@@ -263,6 +271,7 @@ fn scan_segment(st: &mut State, seg: u64, path: &Path, last: bool) -> Result<(),
             // (or after its header, if the length itself is past the file).
             if last && rest_zero(end.min(bytes.len()).max(off + 8)) && end <= bytes.len() + 8 {
                 tracing::warn!(file = %path.display(), offset = off, "torn record at the end of the raft log (crash during append): cutting it");
+                st.cut = true;
                 let f = OpenOptions::new().write(true).open(path).map_err(|e| E::io(path, e))?;
                 f.write_all_at(&vec![0u8; (end.min(bytes.len())) - off], off as u64).map_err(|e| E::io(path, e))?;
                 f.sync_all().map_err(|e| E::io(path, e))?;
@@ -421,6 +430,26 @@ pub fn cut_at(raft_dir: &Path, file: &Path, offset: u64) -> Result<Vec<String>, 
     }
     sync_dir(&dir);
     Ok(did)
+}
+
+/// After the log lost entries (a cut torn tail or bad record, a log set aside), the member must
+/// not resume a leadership its saved vote records. openraft restarts a member whose committed
+/// vote is its own as the leader of that term at once, and a leader that lost entries of its own
+/// term hands their log ids out again with other contents: Raft's log matching breaks and the
+/// members' trees diverge (found by the fault suite: the leader killed, its log tail truncated,
+/// restarted within the election timeout). The vote is kept but uncommitted (same term, same
+/// candidate: no second vote in that term), so the member follows whoever leads, or wins a new
+/// election in a later term. Returns the vote changed.
+pub fn uncommit_vote(raft_dir: &Path) -> Result<Option<Vote>, crate::storage::StorageError> {
+    use crate::storage::StorageError as E;
+    let path = raft_dir.join("vote");
+    let Some(mut vote) = read_small::<Vote>(&path).map_err(|e| E::io(&path, e))? else { return Ok(None) };
+    if !vote.committed {
+        return Ok(None);
+    }
+    vote.committed = false;
+    write_small(&path, &vote, true).map_err(|e| E::io(&path, e))?;
+    Ok(Some(vote))
 }
 
 /// Moves every segment, the purge mark and the commit hint to `<raft>/log/damaged/` (the vote

@@ -532,7 +532,8 @@ func waitCaughtUp(c *Cluster, m *Member, d time.Duration) (time.Duration, bool) 
 			}
 		}
 		st := c.Status(m)
-		if target >= 0 && (st.Mode == "follower" || st.Mode == "leader") && st.Zxid >= target {
+		// A member that leads again has what the ensemble committed.
+		if st.Mode == "leader" || target >= 0 && st.Mode == "follower" && st.Zxid >= target {
 			return time.Since(start), true
 		}
 		time.Sleep(100 * time.Millisecond)

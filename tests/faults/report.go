@@ -80,7 +80,7 @@ func writeReport(path string, o *options, runs []*Run, took time.Duration) error
 					valid++
 				}
 			}
-			w(" %d/%d valid, %d faults, recover %s |", valid, len(r.Cells), r.Faults, recoverText(r))
+			w(" %d/%d valid, faults: %d, recover %s |", valid, len(r.Cells), r.Faults, recoverText(r))
 		}
 		w("\n")
 	}

@@ -770,8 +770,8 @@ async fn a_member_whose_newest_snapshot_is_damaged_falls_back_and_catches_up() {
 /// restores a member whose saved vote is its own committed one as the leader of that term at
 /// once, so it led term T again with a log that had lost an entry of T, and handed that entry's
 /// log id out again with other contents: the followers kept theirs, and the trees diverged. A
-/// member whose log lost entries now restarts with its vote uncommitted: it follows, or wins a
-/// later term.
+/// member that led now restarts with its own vote uncommitted: it follows, or leads again only
+/// after an election in a later term (which also covers entries it sent before its own fsync).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_leader_whose_log_tail_is_damaged_does_not_lead_its_old_term_again() {
     let mut cl = Cluster::start(3).await;

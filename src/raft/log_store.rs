@@ -70,8 +70,6 @@ struct State {
     purged: Option<LogId>,
     /// Set when a write failed: nothing after it may be acknowledged.
     failed: Option<String>,
-    /// Set when opening cut a torn last record: the log lost an entry it had.
-    cut: bool,
 }
 
 impl State {
@@ -174,7 +172,6 @@ impl LogStore {
             flushed: None,
             purged: read_small::<LogId>(&purged).map_err(|e| E::io(&purged, e))?,
             failed: None,
-            cut: false,
         };
         let names = crate::storage::numbered_files(dir, "seg.")?;
         let count = names.len();
@@ -200,11 +197,6 @@ impl LogStore {
     /// Highest index on disk (for tests and metrics).
     pub fn flushed(&self) -> Option<u64> {
         self.state.lock().flushed
-    }
-
-    /// Whether opening cut a torn record off the end of the log.
-    pub fn cut_torn_tail(&self) -> bool {
-        self.state.lock().cut
     }
 
     /// Whether the entries after `applied` (a snapshot's last log id, `None` for the empty
@@ -271,7 +263,6 @@ fn scan_segment(st: &mut State, seg: u64, path: &Path, last: bool) -> Result<(),
             // (or after its header, if the length itself is past the file).
             if last && rest_zero(end.min(bytes.len()).max(off + 8)) && end <= bytes.len() + 8 {
                 tracing::warn!(file = %path.display(), offset = off, "torn record at the end of the raft log (crash during append): cutting it");
-                st.cut = true;
                 let f = OpenOptions::new().write(true).open(path).map_err(|e| E::io(path, e))?;
                 f.write_all_at(&vec![0u8; (end.min(bytes.len())) - off], off as u64).map_err(|e| E::io(path, e))?;
                 f.sync_all().map_err(|e| E::io(path, e))?;
@@ -432,19 +423,23 @@ pub fn cut_at(raft_dir: &Path, file: &Path, offset: u64) -> Result<Vec<String>, 
     Ok(did)
 }
 
-/// After the log lost entries (a cut torn tail or bad record, a log set aside), the member must
-/// not resume a leadership its saved vote records. openraft restarts a member whose committed
-/// vote is its own as the leader of that term at once, and a leader that lost entries of its own
-/// term hands their log ids out again with other contents: Raft's log matching breaks and the
-/// members' trees diverge (found by the fault suite: the leader killed, its log tail truncated,
-/// restarted within the election timeout). The vote is kept but uncommitted (same term, same
-/// candidate: no second vote in that term), so the member follows whoever leads, or wins a new
-/// election in a later term. Returns the vote changed.
-pub fn uncommit_vote(raft_dir: &Path) -> Result<Option<Vote>, crate::storage::StorageError> {
+/// A member that led before it stopped does not lead again without an election. openraft 0.9
+/// restores a member whose saved vote is its own committed one as the leader of that term at
+/// once; but its log may have lost entries of that term that the others have: entries it sent
+/// before its own fsync finished (openraft replicates before the leader's flush, and a quorum
+/// of followers commits them), a torn last record, a cut or set-aside damaged log. Leading the
+/// same term again, it hands those entries' log ids out again with other contents, and the
+/// members' trees diverge (found by the fault suite: the leader killed, its log cut, restarted
+/// within the election timeout). The vote is kept but uncommitted (same term, same candidate:
+/// no second vote in that term), the state of a candidate that restarted; the member follows
+/// whoever leads, or wins an election in a later term, as in standard Raft and ZooKeeper.
+/// (Later openraft releases make this `Config::enable_leader_restore = false`.) Returns the
+/// vote changed, if any.
+pub fn demote_own_vote(raft_dir: &Path, me: u64) -> Result<Option<Vote>, crate::storage::StorageError> {
     use crate::storage::StorageError as E;
     let path = raft_dir.join("vote");
     let Some(mut vote) = read_small::<Vote>(&path).map_err(|e| E::io(&path, e))? else { return Ok(None) };
-    if !vote.committed {
+    if !vote.committed || vote.leader_id.voted_for() != Some(me) {
         return Ok(None);
     }
     vote.committed = false;

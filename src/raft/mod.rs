@@ -60,18 +60,15 @@ pub fn recover(cfg: &Config) -> Result<Recovered, crate::storage::StorageError> 
     let snap_dir = dir.join("snap");
     std::fs::create_dir_all(&snap_dir).map_err(|e| E::io(&snap_dir, e))?;
     let first_seq = first_seq(&dir, wall_ms()).map_err(|e| E::io(&dir.join("incarnation"), e))?;
-    let mut lost_entries = false;
     let log = match log_store::LogStore::open(&dir, cfg.force_sync) {
         Err(E::Corrupt { file, offset, reason }) if file.starts_with(dir.join("log")) => {
             let did = log_store::cut_at(&dir, &file, offset)?;
             tracing::warn!(file = %file.display(), offset, %reason, did = %did.join("; "),
                 "damaged raft log: cut at its first bad record; the leader sends this member what it lost");
-            lost_entries = true;
             log_store::LogStore::open(&dir, cfg.force_sync)?
         }
         other => other?,
     };
-    lost_entries |= log.cut_torn_tail();
     let (tree, applied, membership) = match state_machine::newest_valid(&snap_dir)? {
         Some((meta, tree)) => (tree, meta.last_log_id, meta.last_membership),
         None => (DataTree::new(), None, Membership::default()),
@@ -83,12 +80,11 @@ pub fn recover(cfg: &Config) -> Result<Recovered, crate::storage::StorageError> 
         let did = log_store::set_aside_all(&dir, "unreachable")?;
         tracing::warn!(snapshot = ?applied, did = %did.join("; "),
             "the raft log does not reach back to the snapshot this member has: log set aside; the leader sends a snapshot");
-        lost_entries = true;
         log_store::LogStore::open(&dir, cfg.force_sync)?
     };
-    if lost_entries {
-        if let Some(vote) = log_store::uncommit_vote(&dir)? {
-            tracing::warn!(%vote, "the log lost entries: this member's vote is no longer taken as committed (it will not resume leading its old term)");
+    if let Some(me) = cfg.ensemble.as_ref().map(|e| e.my_id) {
+        if let Some(vote) = log_store::demote_own_vote(&dir, me)? {
+            tracing::info!(%vote, "this member led before it stopped: it leads again only after an election");
         }
     }
     Ok(Recovered { first_seq, tree, applied, membership, log, snap_dir })

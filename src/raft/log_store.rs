@@ -552,6 +552,20 @@ fn range_of(range: &impl RangeBounds<u64>) -> (u64, u64) {
     (start, end)
 }
 
+/// The commit hint is written without fsync, while the log was longer: after a torn or damaged
+/// tail was cut it can point past the log's end, and openraft, which re-applies the log up to
+/// it at startup, then refuses to start (found by the fault suite: "Failed to get log entries,
+/// expected index: [896, 899), got [Some(896), Some(897))", a member down for good). Everything
+/// left in the log up to the hint was committed (the hint was saved when the log held the
+/// committed entry, and only a suffix was cut since), so the hint is clamped to the log's end.
+fn clamp_committed(committed: Option<LogId>, last: Option<LogId>) -> Option<LogId> {
+    match (committed, last) {
+        (Some(c), Some(l)) if c.index > l.index => Some(l),
+        (Some(_), None) => None,
+        (c, _) => c,
+    }
+}
+
 impl RaftLogReader<Zkr> for LogStore {
     async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + std::fmt::Debug + Send>(
         &mut self,
@@ -620,8 +634,10 @@ impl RaftLogStorage<Zkr> for LogStore {
     }
 
     async fn read_committed(&mut self) -> Result<Option<LogId>, StorageError> {
-        let path = self.state.lock().raft_dir.join("committed");
-        Ok(read_small::<Option<LogId>>(&path).map_err(log_err)?.flatten())
+        let st = self.state.lock();
+        let path = st.raft_dir.join("committed");
+        let committed = read_small::<Option<LogId>>(&path).map_err(log_err)?.flatten();
+        Ok(clamp_committed(committed, st.last().or(st.purged)))
     }
 
     async fn append<I>(&mut self, entries: I, callback: LogFlushed<Zkr>) -> Result<(), StorageError>
@@ -767,5 +783,23 @@ impl RaftLogStorage<Zkr> for LogStore {
             return Ok(());
         }
         self.wait(|done| Job::Remove { paths: remove, done })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::clamp_committed;
+    use openraft::{CommittedLeaderId, LogId};
+
+    fn id(term: u64, index: u64) -> LogId<u64> {
+        LogId::new(CommittedLeaderId::new(term, 1), index)
+    }
+
+    #[test]
+    fn a_commit_hint_past_the_end_of_a_cut_log_is_clamped_to_it() {
+        assert_eq!(clamp_committed(Some(id(1, 898)), Some(id(1, 897))), Some(id(1, 897)));
+        assert_eq!(clamp_committed(Some(id(1, 10)), None), None);
+        assert_eq!(clamp_committed(Some(id(1, 5)), Some(id(2, 9))), Some(id(1, 5)));
+        assert_eq!(clamp_committed(None, Some(id(2, 9))), None);
     }
 }

@@ -793,3 +793,180 @@ async fn a_handshake_waits_for_a_leader_instead_of_being_refused() {
     assert_ne!(resp.session_id, 0);
     cl.shutdown().await;
 }
+
+/// Record offsets and lengths of a Raft log segment ("ZKRL" | version, then length | crc |
+/// payload records, then zeros).
+fn segment_records(path: &std::path::Path) -> Vec<(u64, u64)> {
+    let b = std::fs::read(path).unwrap();
+    let mut out = Vec::new();
+    let mut off = 8usize;
+    while off + 8 <= b.len() {
+        let len = u32::from_be_bytes([b[off], b[off + 1], b[off + 2], b[off + 3]]) as usize;
+        if len == 0 {
+            break;
+        }
+        out.push((off as u64, 8 + len as u64));
+        off += 8 + len;
+    }
+    out
+}
+
+fn newest_file(dir: &std::path::Path, prefix: &str) -> std::path::PathBuf {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            let n = p.file_name().unwrap().to_string_lossy().into_owned();
+            n.starts_with(prefix) && !n.ends_with(".meta") && !n.ends_with(".tmp")
+        })
+        .collect();
+    files.sort();
+    files.pop().unwrap_or_else(|| panic!("no {prefix}* in {}", dir.display()))
+}
+
+fn files_in(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir).map_or(0, |rd| rd.count())
+}
+
+/// Found by the fault suite (tests/faults, nemesis log-corrupt): a member whose newest log
+/// segment had garbage in one of its last records, or was truncated inside one, refused to
+/// start, and stayed down. Its data is on the other members: it now cuts its log at the first
+/// bad record (keeping a copy in raft/log/damaged/), rejoins, and gets what it lost from the
+/// leader.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_member_whose_log_tail_is_damaged_cuts_it_and_catches_up() {
+    let mut cl = Cluster::start(3).await;
+    let leader = cl.leader().await;
+    let victim = cl.follower(leader);
+    let c = client(&cl.addr(leader)).await;
+    c.create("/d", b"", &persistent()).await.unwrap();
+    let mut n = 0;
+    for damage in ["garbage", "truncate", "torn"] {
+        for _ in 0..100 {
+            c.create(&format!("/d/n{n}"), &[b'x'; 50], &persistent()).await.unwrap();
+            n += 1;
+        }
+        converged(&cl).await;
+        cl.stop(victim).await;
+        let raft = cl.cfgs[victim].data_dir.join("raft");
+        let seg = newest_file(&raft.join("log"), "seg.");
+        let recs = segment_records(&seg);
+        let (off, len) = recs[recs.len() - 3];
+        if damage == "garbage" || damage == "torn" {
+            // "torn": the last record, with only zeros after it, is cut as a torn append (and
+            // the commit hint, past it, must not keep the member from starting).
+            use std::os::unix::fs::FileExt;
+            let (off, len) = if damage == "torn" { recs[recs.len() - 1] } else { (off, len) };
+            let f = std::fs::OpenOptions::new().write(true).open(&seg).unwrap();
+            f.write_all_at(&[0xa5; 16], off + len / 2).unwrap();
+        } else {
+            let f = std::fs::OpenOptions::new().write(true).open(&seg).unwrap();
+            f.set_len(off + len / 2).unwrap();
+        }
+        let kept = files_in(&raft.join("log").join("damaged"));
+        cl.restart(victim).await;
+        cl.leader().await;
+        converged(&cl).await;
+        if damage != "torn" {
+            assert!(
+                files_in(&raft.join("log").join("damaged")) > kept,
+                "{damage}: a copy of the damaged segment is kept"
+            );
+        }
+        let back = client(&cl.addr(victim)).await;
+        back.sync("/").await.unwrap();
+        assert_eq!(back.list_children("/d").await.unwrap().len(), n, "{damage}: every node back on the member");
+    }
+    cl.shutdown().await;
+}
+
+/// Found by the fault suite (nemesis snapshot-corrupt): a member whose newest snapshot was
+/// damaged refused to start. It now sets the snapshot aside (raft/snap/damaged/) and starts
+/// from an older one, or from nothing, with the log when it reaches back that far (else the log
+/// is set aside too), and the leader sends it the rest: the same tree as everyone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_member_whose_newest_snapshot_is_damaged_falls_back_and_catches_up() {
+    let mut cfgs = ensemble_configs(3);
+    for c in &mut cfgs {
+        c.snap_count = 50;
+    }
+    let mut cl = Cluster::start_with(cfgs).await;
+    let leader = cl.leader().await;
+    let victim = cl.follower(leader);
+    let c = client(&cl.addr(leader)).await;
+    c.create("/s", b"", &persistent()).await.unwrap();
+    let mut n = 0;
+    for damage in ["garbage", "truncate"] {
+        for _ in 0..300 {
+            c.create(&format!("/s/n{n}"), &[b'y'; 40], &persistent()).await.unwrap();
+            n += 1;
+        }
+        converged(&cl).await;
+        cl.stop(victim).await;
+        let snap_dir = cl.cfgs[victim].data_dir.join("raft").join("snap");
+        let snap = newest_file(&snap_dir, "snapshot.");
+        let size = std::fs::metadata(&snap).unwrap().len();
+        if damage == "garbage" {
+            use std::os::unix::fs::FileExt;
+            let f = std::fs::OpenOptions::new().write(true).open(&snap).unwrap();
+            f.write_all_at(&[0x5a; 32], size / 2).unwrap();
+        } else {
+            std::fs::OpenOptions::new().write(true).open(&snap).unwrap().set_len(size / 3).unwrap();
+        }
+        cl.restart(victim).await;
+        cl.leader().await;
+        let digest = converged(&cl).await;
+        assert!(!digest.is_empty());
+        assert!(files_in(&snap_dir.join("damaged")) > 0, "{damage}: the damaged snapshot is kept aside");
+        assert!(!snap.exists(), "{damage}: the damaged snapshot is no longer where it would be read");
+        let back = client(&cl.addr(victim)).await;
+        back.sync("/").await.unwrap();
+        assert_eq!(back.list_children("/s").await.unwrap().len(), n, "{damage}: every node back on the member");
+    }
+    cl.shutdown().await;
+}
+
+/// Found by the fault suite (nemesis log-corrupt, seed 848545265): the leader killed, its log
+/// truncated inside its last record, restarted before the others elected anyone. openraft
+/// restores a member whose saved vote is its own committed one as the leader of that term at
+/// once, so it led term T again with a log that had lost an entry of T, and handed that entry's
+/// log id out again with other contents: the followers kept theirs, and the trees diverged. A
+/// member that led now restarts with its own vote uncommitted: it follows, or leads again only
+/// after an election in a later term (which also covers entries it sent before its own fsync).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_leader_whose_log_tail_is_damaged_does_not_lead_its_old_term_again() {
+    let mut cl = Cluster::start(3).await;
+    let leader = cl.leader().await;
+    let c = zk::Client::connector()
+        .session_timeout(Duration::from_secs(6))
+        .connect(&cl.connect_string())
+        .await
+        .expect("client connects");
+    c.create("/t", b"", &persistent()).await.unwrap();
+    for i in 0..50 {
+        c.create(&format!("/t/a{i}"), &[b'a'; 30], &persistent()).await.unwrap();
+    }
+    converged(&cl).await;
+    cl.stop(leader).await;
+    let seg = newest_file(&cl.cfgs[leader].data_dir.join("raft").join("log"), "seg.");
+    let recs = segment_records(&seg);
+    let (off, len) = recs[recs.len() - 1];
+    std::fs::OpenOptions::new().write(true).open(&seg).unwrap().set_len(off + len / 2).unwrap();
+    cl.restart(leader).await;
+    for i in 0..50 {
+        common::eventually("writes go through after the restart", || async {
+            c.create(&format!("/t/b{i}"), &[b'b'; 30], &persistent()).await.is_ok()
+                || c.check_stat(&format!("/t/b{i}")).await.ok().flatten().is_some()
+        })
+        .await;
+    }
+    cl.leader().await;
+    converged(&cl).await;
+    for i in 0..3 {
+        let m = client(&cl.addr(i)).await;
+        m.sync("/").await.unwrap();
+        assert_eq!(m.list_children("/t").await.unwrap().len(), 100, "member {i} has every node");
+    }
+    cl.shutdown().await;
+}

@@ -115,7 +115,10 @@ impl Summary {
     pub fn lat(&mut self, prefix: &str, lat: &mut Latencies) -> &mut Summary {
         let (p50, p99, max) = lat.summary();
         let p999 = lat.p999();
-        let _ = write!(self.line, " {prefix}_p50_us={p50} {prefix}_p99_us={p99} {prefix}_p999_us={p999} {prefix}_max_us={max}");
+        let _ = write!(
+            self.line,
+            " {prefix}_p50_us={p50} {prefix}_p99_us={p99} {prefix}_p999_us={p999} {prefix}_max_us={max}"
+        );
         self
     }
 

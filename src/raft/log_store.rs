@@ -14,7 +14,9 @@
 //! Entries are readable from the moment they are handed over: the most recent ones stay in
 //! memory until they are flushed and the cache is over its bound; older ones are read back from
 //! their segment. At startup a torn last record (a crash during append: nothing but zeros after
-//! it) is cut off, any other bad record stops startup with the file and offset.
+//! it) is cut off. Any other bad record makes `open` fail with the file and offset; the member's
+//! recovery (`super::recover`) then cuts the log there with `cut_at`, keeping a copy of what it
+//! cut in `<dataDir>/raft/log/damaged/`, and the leader sends the member what it lost.
 
 #![allow(clippy::result_large_err)] // openraft's StorageError is the trait's error type
 
@@ -197,6 +199,21 @@ impl LogStore {
         self.state.lock().flushed
     }
 
+    /// Whether the entries after `applied` (a snapshot's last log id, `None` for the empty
+    /// tree) can be replayed from this log: nothing between `applied` and the log's first entry
+    /// was purged. False when the log was compacted past `applied`, e.g. after the newest
+    /// snapshot turned out damaged and an older one was taken instead.
+    pub fn continues_from(&self, applied: Option<LogId>) -> bool {
+        let st = self.state.lock();
+        let next = applied.map_or(0, |a| a.index + 1);
+        let purged_past = match (st.purged, applied) {
+            (Some(p), Some(a)) => p.index > a.index,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        !purged_past && (st.locs.is_empty() || st.first <= next)
+    }
+
     fn wait(
         &self,
         job: impl FnOnce(std::sync::mpsc::SyncSender<Result<(), String>>) -> Job,
@@ -376,6 +393,95 @@ fn writer(dir: PathBuf, rx: std::sync::mpsc::Receiver<Job>, state: Arc<Mutex<Sta
     }
 }
 
+/// Cuts the log at a bad record: the damaged segment's written part is copied to
+/// `<raft>/log/damaged/seg.<first>.corrupt-<secs>`, zeroed from `offset` on, and every later
+/// segment is moved to `damaged/` (nothing is deleted). The commit hint goes too: entries past
+/// the cut that were committed come back from the leader, as after a wipe. Returns what it did.
+pub fn cut_at(raft_dir: &Path, file: &Path, offset: u64) -> Result<Vec<String>, crate::storage::StorageError> {
+    use crate::storage::{damage, StorageError as E};
+    let mut did = Vec::new();
+    let bytes = std::fs::read(file).map_err(|e| E::io(file, e))?;
+    let written = bytes.iter().rposition(|b| *b != 0).map_or(0, |p| p as u64 + 1);
+    let copy = damage::keep_copy(file, written.max(offset.min(bytes.len() as u64)), "corrupt")?;
+    did.push(format!("copied {} to {}", file.display(), copy.display()));
+    damage::zero_from(file, offset)?;
+    did.push(format!("cut {} at offset {offset}", file.display()));
+    let dir = raft_dir.join("log");
+    let damaged = dir.join("damaged");
+    let cut_name = file.file_name().map(|n| n.to_owned());
+    for (_, later) in crate::storage::numbered_files(&dir, "seg.")? {
+        // Segment names are fixed-width hex: name order is index order.
+        if later.file_name().map(|n| n.to_owned()) > cut_name {
+            did.push(format!("moved {} to {}", later.display(), set_aside(&later, &damaged, "dropped")?.display()));
+        }
+    }
+    let committed = raft_dir.join("committed");
+    if committed.exists() {
+        did.push(format!("moved the commit hint to {}", set_aside(&committed, &damaged, "dropped")?.display()));
+    }
+    sync_dir(&dir);
+    Ok(did)
+}
+
+/// A member that led before it stopped does not lead again without an election. openraft 0.9
+/// restores a member whose saved vote is its own committed one as the leader of that term at
+/// once; but its log may have lost entries of that term that the others have: entries it sent
+/// before its own fsync finished (openraft replicates before the leader's flush, and a quorum
+/// of followers commits them), a torn last record, a cut or set-aside damaged log. Leading the
+/// same term again, it hands those entries' log ids out again with other contents, and the
+/// members' trees diverge (found by the fault suite: the leader killed, its log cut, restarted
+/// within the election timeout). The vote is kept but uncommitted (same term, same candidate:
+/// no second vote in that term), the state of a candidate that restarted; the member follows
+/// whoever leads, or wins an election in a later term, as in standard Raft and ZooKeeper.
+/// (Later openraft releases make this `Config::enable_leader_restore = false`.) Returns the
+/// vote changed, if any.
+pub fn demote_own_vote(raft_dir: &Path, me: u64) -> Result<Option<Vote>, crate::storage::StorageError> {
+    use crate::storage::StorageError as E;
+    let path = raft_dir.join("vote");
+    let Some(mut vote) = read_small::<Vote>(&path).map_err(|e| E::io(&path, e))? else { return Ok(None) };
+    if !vote.committed || vote.leader_id.voted_for() != Some(me) {
+        return Ok(None);
+    }
+    vote.committed = false;
+    write_small(&path, &vote, true).map_err(|e| E::io(&path, e))?;
+    Ok(Some(vote))
+}
+
+/// Moves every segment, the purge mark and the commit hint to `<raft>/log/damaged/` (the vote
+/// stays): the member starts with an empty log, and the leader sends it a snapshot.
+pub fn set_aside_all(raft_dir: &Path, why: &str) -> Result<Vec<String>, crate::storage::StorageError> {
+    let dir = raft_dir.join("log");
+    let mut did = Vec::new();
+    let mut files: Vec<PathBuf> = crate::storage::numbered_files(&dir, "seg.")?.into_iter().map(|(_, p)| p).collect();
+    files.push(raft_dir.join("purged"));
+    files.push(raft_dir.join("committed"));
+    for f in files.into_iter().filter(|f| f.exists()) {
+        did.push(format!("moved {} to {}", f.display(), set_aside(&f, &dir.join("damaged"), why)?.display()));
+    }
+    sync_dir(&dir);
+    sync_dir(raft_dir);
+    Ok(did)
+}
+
+/// Renames `path` to `<into>/<name>.<kind>-<secs>[-n]` (a name not taken yet).
+pub(crate) fn set_aside(path: &Path, into: &Path, kind: &str) -> Result<PathBuf, crate::storage::StorageError> {
+    use crate::storage::StorageError as E;
+    let damaged = into;
+    std::fs::create_dir_all(damaged).map_err(|e| E::io(damaged, e))?;
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let name = path.file_name().map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
+    let base = format!("{name}.{kind}-{secs}");
+    let mut to = damaged.join(&base);
+    let mut n = 1;
+    while to.exists() {
+        to = damaged.join(format!("{base}-{n}"));
+        n += 1;
+    }
+    std::fs::rename(path, &to).map_err(|e| E::io(path, e))?;
+    sync_dir(damaged);
+    Ok(to)
+}
+
 fn create_segment(dir: &Path, seg: u64) -> std::io::Result<File> {
     let path = dir.join(seg_name(seg));
     let mut f = OpenOptions::new().create(true).truncate(true).write(true).open(&path)?;
@@ -446,6 +552,20 @@ fn range_of(range: &impl RangeBounds<u64>) -> (u64, u64) {
     (start, end)
 }
 
+/// The commit hint is written without fsync, while the log was longer: after a torn or damaged
+/// tail was cut it can point past the log's end, and openraft, which re-applies the log up to
+/// it at startup, then refuses to start (found by the fault suite: "Failed to get log entries,
+/// expected index: [896, 899), got [Some(896), Some(897))", a member down for good). Everything
+/// left in the log up to the hint was committed (the hint was saved when the log held the
+/// committed entry, and only a suffix was cut since), so the hint is clamped to the log's end.
+fn clamp_committed(committed: Option<LogId>, last: Option<LogId>) -> Option<LogId> {
+    match (committed, last) {
+        (Some(c), Some(l)) if c.index > l.index => Some(l),
+        (Some(_), None) => None,
+        (c, _) => c,
+    }
+}
+
 impl RaftLogReader<Zkr> for LogStore {
     async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + std::fmt::Debug + Send>(
         &mut self,
@@ -514,8 +634,10 @@ impl RaftLogStorage<Zkr> for LogStore {
     }
 
     async fn read_committed(&mut self) -> Result<Option<LogId>, StorageError> {
-        let path = self.state.lock().raft_dir.join("committed");
-        Ok(read_small::<Option<LogId>>(&path).map_err(log_err)?.flatten())
+        let st = self.state.lock();
+        let path = st.raft_dir.join("committed");
+        let committed = read_small::<Option<LogId>>(&path).map_err(log_err)?.flatten();
+        Ok(clamp_committed(committed, st.last().or(st.purged)))
     }
 
     async fn append<I>(&mut self, entries: I, callback: LogFlushed<Zkr>) -> Result<(), StorageError>
@@ -661,5 +783,23 @@ impl RaftLogStorage<Zkr> for LogStore {
             return Ok(());
         }
         self.wait(|done| Job::Remove { paths: remove, done })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::clamp_committed;
+    use openraft::{CommittedLeaderId, LogId};
+
+    fn id(term: u64, index: u64) -> LogId<u64> {
+        LogId::new(CommittedLeaderId::new(term, 1), index)
+    }
+
+    #[test]
+    fn a_commit_hint_past_the_end_of_a_cut_log_is_clamped_to_it() {
+        assert_eq!(clamp_committed(Some(id(1, 898)), Some(id(1, 897))), Some(id(1, 897)));
+        assert_eq!(clamp_committed(Some(id(1, 10)), None), None);
+        assert_eq!(clamp_committed(Some(id(1, 5)), Some(id(2, 9))), Some(id(1, 5)));
+        assert_eq!(clamp_committed(None, Some(id(2, 9))), None);
     }
 }

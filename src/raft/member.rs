@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 #[derive(Debug, Default)]
 pub struct MemberStatus {
     pub role: parking_lot::Mutex<(Role, Option<MemberId>, u64)>,
-    /// `mono_ms` of the last AppendEntries from a leader.
+    /// `mono_ms` (at least 1) of the last AppendEntries from a leader; 0 until the first one.
     pub leader_contact: AtomicU64,
     /// `mono_ms` when this member last became leader.
     pub leader_since: AtomicU64,
@@ -207,7 +207,7 @@ async fn serve_rpc_frames(
                 let res = raft.append_entries(r).await;
                 if res.is_ok() {
                     *replicated = true;
-                    status.leader_contact.store(crate::session::mono_ms(), Ordering::Release);
+                    status.leader_contact.store(crate::session::mono_ms().max(1), Ordering::Release);
                     status.leader_lost.store(false, Ordering::Release);
                 }
                 RpcResponse::Append(res)
@@ -215,7 +215,7 @@ async fn serve_rpc_frames(
             RpcRequest::Vote(r) => RpcResponse::Vote(raft.vote(r).await),
             RpcRequest::Snapshot(r) => {
                 *replicated = true;
-                status.leader_contact.store(crate::session::mono_ms(), Ordering::Release);
+                status.leader_contact.store(crate::session::mono_ms().max(1), Ordering::Release);
                 status.leader_lost.store(false, Ordering::Release);
                 RpcResponse::Snapshot(raft.install_snapshot(r).await)
             }
@@ -543,8 +543,12 @@ pub async fn watch_role(
             to_core(&core, ReplMsg::Role { role: Role::Looking, leader: None, term }).await;
             break;
         }
-        let contact = crate::session::mono_ms().saturating_sub(status.leader_contact.load(Ordering::Acquire));
-        let in_touch = contact <= stale_ms && !status.leader_lost.load(Ordering::Acquire);
+        let in_touch = in_touch_with_leader(
+            status.leader_contact.load(Ordering::Acquire),
+            crate::session::mono_ms(),
+            stale_ms,
+            status.leader_lost.load(Ordering::Acquire),
+        );
         use openraft::ServerState as S;
         // A leader serves once a quorum has acknowledged it: openraft restarts a member whose
         // saved vote is its own as leader of that old term until it hears of a newer one, and
@@ -582,6 +586,18 @@ pub async fn watch_role(
     }
 }
 
+/// Whether a follower or observer is in touch with a leader: it heard from one (`contact_at`,
+/// the `mono_ms` of the last AppendEntries, 0 before the first) within `stale_ms`, and that
+/// leader's stream has not ended since (`lost`). A member just started has heard from nobody,
+/// even though openraft already names the leader its saved vote was for: until a leader's first
+/// AppendEntries it serves nobody (that leader may be gone, and the member far behind), as a
+/// ZooKeeper follower serves only once synced with its leader. Found by the fault suite: a
+/// restarted member served as a follower from its first millisecond, when `mono_ms` (the time
+/// since the process started) was below `stale_ms` and "never" looked like "just now".
+fn in_touch_with_leader(contact_at: u64, now: u64, stale_ms: u64, lost: bool) -> bool {
+    contact_at != 0 && now.saturating_sub(contact_at) <= stale_ms && !lost
+}
+
 /// The leader's duty for observers (`server.N=…:observer`): they join as openraft learners,
 /// which replicate the log and serve clients but never vote, as ZooKeeper's observers.
 /// An observer is added once: after that, only `reconfig` changes its membership (an observer
@@ -616,5 +632,19 @@ pub async fn keep_observers(raft: Raft, ensemble: Arc<parking_lot::RwLock<Ensemb
                 Err(e) => tracing::warn!(observer = id, "cannot add the observer yet: {e}"),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::in_touch_with_leader as in_touch;
+
+    #[test]
+    fn a_member_that_never_heard_from_a_leader_is_not_in_touch_even_when_just_started() {
+        // The process started 5 ms ago: no contact yet, whatever the clock says.
+        assert!(!in_touch(0, 5, 1000, false));
+        assert!(in_touch(3, 5, 1000, false));
+        assert!(!in_touch(3, 2000, 1000, false));
+        assert!(!in_touch(3, 5, 1000, true));
     }
 }

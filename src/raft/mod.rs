@@ -37,6 +37,8 @@ pub fn raft_dir(cfg: &Config) -> PathBuf {
 
 /// What an ensemble member recovers from its data directory before it starts.
 pub struct Recovered {
+    /// The first proposal sequence number of this run (see `first_seq`).
+    pub first_seq: u64,
     pub tree: DataTree,
     pub applied: Option<LogId>,
     pub membership: Membership,
@@ -46,19 +48,67 @@ pub struct Recovered {
 
 /// Opens the Raft log and loads the newest snapshot. Entries after the snapshot are applied by
 /// openraft once it knows they are committed (at once up to the saved commit point).
+///
+/// A member's damaged files never keep it down, and never make it serve what it does not have:
+/// its data is also on the other members. A damaged log is cut at its first bad record (a copy
+/// kept in `raft/log/damaged/`); a damaged snapshot is set aside (`raft/snap/damaged/`) for the
+/// next older one; if the log cannot be replayed from the snapshot taken (compacted past it),
+/// the log is set aside too. What the member lost, the leader sends it (entries, or a
+/// snapshot), as to a member whose data directory was wiped. The vote is always kept.
 pub fn recover(cfg: &Config) -> Result<Recovered, crate::storage::StorageError> {
+    use crate::storage::StorageError as E;
     let dir = raft_dir(cfg);
     let snap_dir = dir.join("snap");
-    std::fs::create_dir_all(&snap_dir).map_err(|e| crate::storage::StorageError::io(&snap_dir, e))?;
-    let log = log_store::LogStore::open(&dir, cfg.force_sync)?;
-    let (tree, applied, membership) = match state_machine::latest(&snap_dir)? {
-        Some((meta, path)) => {
-            let tree = crate::storage::snapshot::read(&path)?;
-            (tree, meta.last_log_id, meta.last_membership)
+    std::fs::create_dir_all(&snap_dir).map_err(|e| E::io(&snap_dir, e))?;
+    let first_seq = first_seq(&dir, wall_ms()).map_err(|e| E::io(&dir.join("incarnation"), e))?;
+    let log = match log_store::LogStore::open(&dir, cfg.force_sync) {
+        Err(E::Corrupt { file, offset, reason }) if file.starts_with(dir.join("log")) => {
+            let did = log_store::cut_at(&dir, &file, offset)?;
+            tracing::warn!(file = %file.display(), offset, %reason, did = %did.join("; "),
+                "damaged raft log: cut at its first bad record; the leader sends this member what it lost");
+            log_store::LogStore::open(&dir, cfg.force_sync)?
         }
+        other => other?,
+    };
+    let (tree, applied, membership) = match state_machine::newest_valid(&snap_dir)? {
+        Some((meta, tree)) => (tree, meta.last_log_id, meta.last_membership),
         None => (DataTree::new(), None, Membership::default()),
     };
-    Ok(Recovered { tree, applied, membership, log, snap_dir })
+    let log = if log.continues_from(applied) {
+        log
+    } else {
+        drop(log);
+        let did = log_store::set_aside_all(&dir, "unreachable")?;
+        tracing::warn!(snapshot = ?applied, did = %did.join("; "),
+            "the raft log does not reach back to the snapshot this member has: log set aside; the leader sends a snapshot");
+        log_store::LogStore::open(&dir, cfg.force_sync)?
+    };
+    if let Some(me) = cfg.ensemble.as_ref().map(|e| e.my_id) {
+        if let Some(vote) = log_store::demote_own_vote(&dir, me)? {
+            tracing::info!(%vote, "this member led before it stopped: it leads again only after an election");
+        }
+    }
+    Ok(Recovered { first_seq, tree, applied, membership, log, snap_dir })
+}
+
+fn wall_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+/// The first proposal sequence number of this run of the member. A member answers a client
+/// when it applies an entry whose origin is (itself, seq); entries an earlier run of it
+/// proposed can be applied after a restart (replayed past the saved commit point, or sent by
+/// the leader to a member that lost its log), so a new run must never reuse their seqs, or
+/// its clients get the replies of another run's requests (found by the fault suite: after a
+/// restart, a new client was handed an old session's id, and shared that session). Each run
+/// starts 2^40 above the last one, kept in `raft/incarnation` (fsync'd before any proposal),
+/// and at least at wall-clock ms × 2^20 (a wiped data directory forgets the file).
+pub fn first_seq(raft_dir: &Path, now_ms: u64) -> std::io::Result<u64> {
+    let path = raft_dir.join("incarnation");
+    let last: Option<u64> = log_store::read_small(&path)?;
+    let first = (now_ms << 20).max(last.map_or(0, |l| l.saturating_add(1 << 40))).max(1);
+    log_store::write_small(&path, &first, true)?;
+    Ok(first)
 }
 
 /// openraft's timing from ZooKeeper's: heartbeats a tenth of a tick (50–200 ms), elections after
@@ -89,10 +139,30 @@ pub fn stale_after(cfg: &Config, ens: &Ensemble) -> Duration {
 /// The core's ensemble state and the proposals' channel for a recovered member.
 pub fn core_side(me: u64, rec: &Recovered, read_only: bool) -> (Replicated, mpsc::UnboundedReceiver<Proposal>) {
     let (tx, rx) = mpsc::unbounded_channel();
-    (Replicated::new(me, tx, rec.applied, rec.membership.clone()).with_read_only(read_only), rx)
+    (Replicated::new(me, tx, rec.first_seq, rec.applied, rec.membership.clone()).with_read_only(read_only), rx)
 }
 
 /// True if `dir` holds no Raft state yet (a new member, or one whose data was wiped).
 pub fn is_pristine(dir: &Path) -> bool {
     !dir.join("vote").exists()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_run_of_a_member_proposes_above_the_seqs_of_every_earlier_run() {
+        let dir = std::env::temp_dir().join(format!("zkr-first-seq-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let a = super::first_seq(&dir, 1_000).unwrap();
+        // Same clock, or a clock that went back: still above the run before.
+        let b = super::first_seq(&dir, 1_000).unwrap();
+        let c = super::first_seq(&dir, 10).unwrap();
+        assert!(a >= 1_000 << 20);
+        assert!(b >= a + (1 << 40) && c >= b + (1 << 40), "{a} {b} {c}");
+        // A later clock wins once it is ahead.
+        let d = super::first_seq(&dir, 1 << 40).unwrap();
+        assert!(d >= (1u64 << 40) << 20 && d > c);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

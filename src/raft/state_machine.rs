@@ -51,6 +51,35 @@ pub fn latest(dir: &Path) -> Result<Option<(SnapshotMeta, PathBuf)>, crate::stor
     Ok(None)
 }
 
+/// The newest snapshot that reads back whole (its `.meta` and its tree both check out), loaded.
+/// A damaged one is moved with its `.meta` to `<dir>/damaged/` (kept, never deleted) and the
+/// next older one is tried, as ZooKeeper falls back to an older snapshot; the caller replays
+/// the log from the one taken, or fetches from the leader when the log no longer reaches back
+/// that far.
+pub fn newest_valid(dir: &Path) -> Result<Option<(SnapshotMeta, DataTree)>, crate::storage::StorageError> {
+    let damaged = dir.join("damaged");
+    for (_, path) in crate::storage::snapshot::list(dir)? {
+        let mp = meta_path(&path);
+        let why = match read_small::<SnapshotMeta>(&mp) {
+            Ok(None) => {
+                tracing::warn!(file = %path.display(), "snapshot without its .meta (interrupted): ignored");
+                continue;
+            }
+            Err(e) => format!("its metadata {}: {e}", mp.display()),
+            Ok(Some(meta)) => match crate::storage::snapshot::read(&path) {
+                Ok(tree) => return Ok(Some((meta, tree))),
+                Err(e) => e.to_string(),
+            },
+        };
+        let to = super::log_store::set_aside(&path, &damaged, "corrupt")?;
+        if mp.exists() {
+            super::log_store::set_aside(&mp, &damaged, "corrupt")?;
+        }
+        tracing::warn!(file = %path.display(), moved_to = %to.display(), "damaged snapshot set aside ({why}): trying an older one");
+    }
+    Ok(None)
+}
+
 /// Removes all but the newest `KEEP` snapshots, and leftovers of interrupted transfers.
 fn purge(dir: &Path) {
     if let Ok(list) = crate::storage::snapshot::list(dir) {

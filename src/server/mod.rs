@@ -437,7 +437,7 @@ async fn start_member(
     // death takes a fraction of that) before they are refused.
     let repl = repl.with_handshake_hold(raft_cfg_election_max);
     let (core_tx, core_rx) = mpsc::channel(CORE_QUEUE);
-    let crate::raft::Recovered { tree, applied, membership, log, snap_dir } = rec;
+    let crate::raft::Recovered { tree, applied, membership, log, snap_dir, .. } = rec;
     let core = Core::new(cfg.clone(), tree, secret, None, durable.clone(), stats.clone(), Some(repl));
     let core = std::thread::Builder::new()
         .name("zkr-core".into())

@@ -187,16 +187,19 @@ pub struct Replicated {
 }
 
 impl Replicated {
+    /// `first_seq`: where this run's proposal numbers start, above every earlier run's
+    /// (`crate::raft::first_seq`), so an entry of an earlier run never answers a client of this one.
     pub fn new(
         me: u64,
         out: mpsc::UnboundedSender<Proposal>,
+        first_seq: u64,
         applied: Option<LogId>,
         membership: Membership,
     ) -> Replicated {
         Replicated {
             me,
             out,
-            next_seq: 0,
+            next_seq: first_seq,
             waiting: HashMap::new(),
             role: Role::Looking,
             leader: None,

@@ -150,7 +150,7 @@ impl Slab {
             }
         }
         let id = self.slots as NodeId;
-        if self.slots % CHUNK == 0 {
+        if self.slots.is_multiple_of(CHUNK) {
             self.chunks.push(Arc::new(Vec::with_capacity(CHUNK)));
         }
         if let Some(last) = self.chunks.last_mut() {

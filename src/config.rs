@@ -689,6 +689,9 @@ impl Config {
         c.read_only_enabled = args.readonlymode_enabled.unwrap_or(from_file || from_jvm_flags);
         let file_keys = file.map(|f| (f.name.as_str(), &f.keys));
         c.ensemble = crate::raft::members::resolve(file_keys, args.id, args.peers.as_deref(), &c.data_dir)?;
+        if let (Some(_), Some(f)) = (&c.ensemble, file) {
+            refuse_quorum_security(f)?;
+        }
         let me = match &c.ensemble {
             Some(ens) => {
                 c.server_id = ens.my_id as u8;
@@ -961,6 +964,24 @@ fn metrics_from_file(name: &str, keys: &CfgKeys) -> Result<Option<std::net::Sock
     Ok(Some(std::net::SocketAddr::new(host, port)))
 }
 
+/// An ensemble asked to encrypt (`sslQuorum`) or authenticate (`quorum.auth.enableSasl`) its
+/// members' traffic stops startup: zkr's peer port does neither yet, and carrying on would send
+/// the traffic in the clear, or let any host join, where the operator asked otherwise.
+fn refuse_quorum_security(f: &ZooCfg) -> Result<(), ConfigError> {
+    for key in ["sslQuorum", "quorum.auth.enableSasl"] {
+        if let Some((v, line)) = f.keys.get(key).filter(|(v, _)| v.trim().eq_ignore_ascii_case("true")) {
+            return Err(ConfigError::Line {
+                file: f.name.clone(),
+                line: *line,
+                reason: format!(
+                    "{key}={v}: zkr does not yet secure the traffic between ensemble members; it refuses to start rather than run without it (set {key}=false and keep the peer ports on a private network)"
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
 fn read_file(p: &Path) -> Result<ZooCfg, ConfigError> {
     let name = p.display().to_string();
     let text = std::fs::read_to_string(p).map_err(|source| ConfigError::Read { file: name.clone(), source })?;
@@ -1052,6 +1073,24 @@ mod tests {
         let args = ServeArgs { admin_enable: Some(true), admin_port: Some(0), ..Default::default() };
         let c = with_file("admin.enableServer=false\n", args).unwrap();
         assert_eq!((c.admin_enabled, c.admin_port), (true, 0));
+    }
+
+    #[test]
+    fn an_ensemble_asked_for_secured_peer_traffic_stops_startup() {
+        let dir = std::env::temp_dir().join(format!("zkr-cfg-sslquorum-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("myid"), "1\n").unwrap();
+        let base =
+            format!("dataDir={}\nserver.1=a:2888:3888\nserver.2=b:2888:3888\nserver.3=c:2888:3888\n", dir.display());
+        assert!(with_file(&format!("{base}sslQuorum=false\n"), ServeArgs::default()).unwrap().ensemble.is_some());
+        for (key, line) in [("sslQuorum", 5), ("quorum.auth.enableSasl", 5)] {
+            let err = with_file(&format!("{base}{key}=true\n"), ServeArgs::default()).unwrap_err().to_string();
+            assert!(err.contains(&format!("zoo.cfg:{line}")) && err.contains(key), "{err}");
+        }
+        // A standalone server has no peer traffic: ZooKeeper's standalone ignores the key too.
+        let c = with_file(&format!("dataDir={}\nsslQuorum=true\n", dir.display()), ServeArgs::default()).unwrap();
+        assert!(c.ensemble.is_none());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

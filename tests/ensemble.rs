@@ -47,6 +47,7 @@ fn ensemble_configs(n: u64) -> Vec<Config> {
                 sync_limit: 5,
                 reconfig_enabled: false,
                 dynamic_file: None,
+                config_file: None,
             }),
             ..common::test_config()
         })
@@ -595,10 +596,24 @@ async fn a_member_cut_off_serves_read_only_sessions_in_read_only_mode() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn reconfig_adds_and_removes_members_like_zookeeper() {
     let mut cfgs = ensemble_configs(3);
+    let mut zoo_cfgs = Vec::new();
     for c in &mut cfgs {
         c.super_digest = Some("super:D/InIHSb7yEEbrWz8b9l71RjZJU=".into());
         if let Some(e) = &mut c.ensemble {
             e.reconfig_enabled = true;
+            // Each member's zoo.cfg, which a reconfig rewrites as ZooKeeper's does.
+            let dir =
+                std::env::temp_dir().join(format!("zkr-ens-cfg-{}-{}-{}", std::process::id(), e.my_id, free_port()));
+            std::fs::create_dir_all(&dir).unwrap();
+            let mut text =
+                format!("# member {}\ntickTime=200\ninitLimit=10\nsyncLimit=5\nreconfigEnabled=true\n", e.my_id);
+            for (id, spec) in &e.members {
+                text.push_str(&format!("server.{id}={}:{}:{}\n", spec.host, spec.peer_port, spec.election_port));
+            }
+            let path = dir.join("zoo.cfg");
+            std::fs::write(&path, &text).unwrap();
+            e.config_file = Some(path.clone());
+            zoo_cfgs.push((e.my_id, path, text));
         }
     }
     let cl = Cluster::start_with(cfgs).await;
@@ -636,6 +651,32 @@ async fn reconfig_adds_and_removes_members_like_zookeeper() {
         c.sync("/").await.unwrap();
         let cfg = String::from_utf8(c.get_config().await.unwrap().0).unwrap();
         assert_eq!(cfg, text, "member {i}");
+    }
+    // Every member's zoo.cfg now points at `zoo.cfg.dynamic.<version>`, holding the servers of
+    // /zookeeper/config (ZooKeeper's processReconfig), and the original is kept as zoo.cfg.bak;
+    // zkr reads the rewritten files back as the new ensemble.
+    let servers: Vec<&str> = text.lines().filter(|l| l.starts_with("server.")).collect();
+    for (id, path, original) in &zoo_cfgs {
+        let now = std::fs::read_to_string(path).unwrap();
+        let dynamic = std::fs::canonicalize(path).unwrap().with_file_name(format!("zoo.cfg.dynamic.{version:x}"));
+        assert_eq!(
+            now,
+            format!(
+                "# member {id}\ntickTime=200\ninitLimit=10\nsyncLimit=5\nreconfigEnabled=true\ndynamicConfigFile={}\n",
+                dynamic.display()
+            )
+        );
+        assert_eq!(std::fs::read_to_string(&dynamic).unwrap(), servers.join("\n"), "member {id}");
+        assert_eq!(&std::fs::read_to_string(path.with_file_name("zoo.cfg.bak")).unwrap(), original);
+        let name = path.display().to_string();
+        let keys = zkr::config::parse_zoo_cfg(&now, &name).unwrap();
+        let back = zkr::raft::members::resolve(Some((&name, &keys)), Some(*id), None, path.parent().unwrap())
+            .unwrap()
+            .expect("an ensemble");
+        let listed: Vec<String> =
+            back.members.iter().map(|(i, s)| format!("server.{i}={}", s.config_value())).collect();
+        assert_eq!(listed, servers, "member {id} reads its rewritten files");
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
     }
     cl.shutdown().await;
 }

@@ -75,6 +75,8 @@ pub struct Ensemble {
     pub reconfig_enabled: bool,
     /// `dynamicConfigFile`, where the `server.N` lines came from if not zoo.cfg itself.
     pub dynamic_file: Option<PathBuf>,
+    /// The zoo.cfg this came from: rewritten after a reconfig (see `config_file`).
+    pub config_file: Option<PathBuf>,
 }
 
 impl Ensemble {
@@ -225,7 +227,9 @@ pub fn resolve(
     let mut init_limit = 10;
     let mut sync_limit = 5;
     let mut dynamic_file = None;
+    let mut config_file = None;
     if let Some((name, keys)) = file {
+        config_file = Some(PathBuf::from(name));
         let line_err = |key: &str, reason: String| MembersError::Line {
             file: name.to_owned(),
             line: keys.get(key).map_or(0, |(_, l)| *l),
@@ -312,7 +316,7 @@ pub fn resolve(
             ids.join(", ")
         )));
     }
-    Ok(Some(Ensemble { my_id, members: servers, init_limit, sync_limit, reconfig_enabled, dynamic_file }))
+    Ok(Some(Ensemble { my_id, members: servers, init_limit, sync_limit, reconfig_enabled, dynamic_file, config_file }))
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@
 //! `member` (the running member: peer listener, proposer, role watcher). This file starts one.
 
 pub mod command;
+pub mod config_file;
 pub mod log_store;
 pub mod member;
 pub mod members;

@@ -19,6 +19,7 @@
 
 use super::*;
 use crate::raft::command::{Command, CommandOp, Origin};
+use crate::raft::members::ServerSpec;
 use crate::raft::types::{zxid_of, LogId, Membership};
 use std::collections::HashSet;
 
@@ -394,6 +395,28 @@ impl Core {
         let op = TxnOp::SetData { path: "/zookeeper/config".into(), data: Some(text.into()), version };
         // Membership entries carry no time: mtime 0 keeps every member's tree the same.
         self.apply_txn(&Txn { zxid, time: 0, session: 0, op });
+        self.write_config_files(zxid, m);
+    }
+
+    /// With `reconfigEnabled=true`, zoo.cfg and its dynamic file follow the membership, as
+    /// ZooKeeper's processReconfig writes them (see `raft::config_file`). A failure is logged,
+    /// not fatal, as in ZooKeeper.
+    fn write_config_files(&self, zxid: Zxid, m: &Membership) {
+        let Some(ens) = self.cfg.ensemble.as_ref().filter(|e| e.reconfig_enabled) else { return };
+        let Some(file) = ens.config_file.as_deref() else { return };
+        // openraft changes membership through a joint configuration, which ZooKeeper has no
+        // file for: only the configuration it settles on is written.
+        if m.membership().get_joint_config().len() > 1 {
+            return;
+        }
+        let members = members_of(m);
+        match crate::raft::config_file::rewrite(file, zxid, members.iter().map(|(id, s)| (*id, s)), ens.my_id) {
+            Ok(Some(dynamic)) => {
+                tracing::info!(config = %file.display(), dynamic = %dynamic.display(), "configuration files rewritten for the new membership")
+            }
+            Ok(None) => {}
+            Err(e) => tracing::error!(config = %file.display(), "cannot rewrite the configuration files: {e}"),
+        }
     }
 
     fn apply_command(&mut self, zxid: Zxid, cmd: Command) {
@@ -680,6 +703,9 @@ impl Core {
         for (sid, s) in &self.sessions {
             self.expiry.touch(*sid, now, s.timeout_ms as u64);
         }
+        if let Some(id) = membership.log_id() {
+            self.write_config_files(crate::raft::types::zxid_of(id), &membership);
+        }
         if let Some(r) = self.repl() {
             r.applied = log_id;
             r.membership = membership;
@@ -831,13 +857,23 @@ impl Core {
 /// The text of `/zookeeper/config`: a `server.N=` line per member, then `version=` (the zxid of
 /// the configuration in hex, as QuorumVerifier.toString writes it).
 pub fn config_text(m: &Membership, zxid: Zxid) -> String {
-    let voters: HashSet<u64> = m.membership().voter_ids().collect();
     let mut out = String::new();
-    for (id, node) in m.membership().nodes() {
-        let mut spec = node.clone();
-        spec.observer = !voters.contains(id);
+    for (id, spec) in members_of(m) {
         out.push_str(&format!("server.{id}={}\n", spec.config_value()));
     }
     out.push_str(&format!("version={zxid:x}"));
     out
+}
+
+/// The members of a membership, each marked observer unless it votes.
+fn members_of(m: &Membership) -> Vec<(u64, ServerSpec)> {
+    let voters: HashSet<u64> = m.membership().voter_ids().collect();
+    m.membership()
+        .nodes()
+        .map(|(id, node)| {
+            let mut spec = node.clone();
+            spec.observer = !voters.contains(id);
+            (*id, spec)
+        })
+        .collect()
 }

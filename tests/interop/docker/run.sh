@@ -27,6 +27,15 @@ ZKR_BIN="$(cd "$(dirname "$ZKR_BIN")" && pwd)/$(basename "$ZKR_BIN")"
 
 WORK=$(mktemp -d /tmp/zkr-docker.XXXXXX)
 chmod 755 "$WORK" # a member run as another user reads its files here
+# That member also runs the entrypoint and zkr, and the checkout may sit in a directory only
+# its owner can enter (a clone under mktemp -d is 0700): it gets readable copies.
+mkdir -p "$WORK/image/bin"
+cp -r "$DOCKER_DIR" "$WORK/image/docker"
+cp "$ZKR_BIN" "$WORK/image/bin/zkr"
+chmod -R a+rX "$WORK/image"
+DOCKER_DIR="$WORK/image/docker"
+ENTRYPOINT="$DOCKER_DIR/docker-entrypoint.sh"
+ZKR_BIN="$WORK/image/bin/zkr"
 declare -A PID=()  # member id -> pid of its zkr
 cleanup() {
     local id

@@ -7,7 +7,7 @@ import logging
 import sys
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import KazooException, NoAuthError
+from kazoo.exceptions import AuthFailedError, ConnectionClosedError, KazooException, NoAuthError
 
 logging.basicConfig(level=logging.CRITICAL)
 plain, secure, certs = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
@@ -79,6 +79,15 @@ done(s)
 w = client("kazoo sasl wrong password", plain,
            sasl_options={"mechanism": "DIGEST-MD5", "username": "bob", "password": "nope"})
 if w:
-    get("kazoo sasl wrong password", w, "/sasl-explicit")
+    # ZooKeeper answers the failed SASL step with AuthFailed (-115) and closes the connection at
+    # once: kazoo reports whichever it reads first (seen both ways from Debian's ZooKeeper 3.8),
+    # so either counts as the refusal. The wire suite checks the reply and the close exactly.
+    try:
+        w.get("/sasl-explicit")
+        out("kazoo sasl wrong password: get /sasl-explicit -> answered")
+    except (AuthFailedError, ConnectionClosedError):
+        out("kazoo sasl wrong password: get /sasl-explicit -> AuthFailedError")
+    except KazooException as e:
+        out(f"kazoo sasl wrong password: get /sasl-explicit -> {type(e).__name__}")
 done(w)
 out("done")

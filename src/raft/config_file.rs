@@ -9,10 +9,10 @@
 //! zoo.cfg ending in `dynamicConfigFile=/abs/zoo.cfg.dynamic.100000000`. zkr keeps zoo.cfg's
 //! comments and key order where ZooKeeper writes its Properties back in hash order.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::members::ServerSpec;
+use crate::storage::replace_file;
 
 /// Keys ZooKeeper's editStaticConfig leaves out of the rewritten zoo.cfg (the ensemble lives in
 /// the dynamic file). `clientPort`/`clientPortAddress` too when this member's `server.N` line
@@ -51,20 +51,6 @@ pub fn static_text(old: &str, dynamic: &Path, erase_client: bool) -> String {
     out
 }
 
-/// Writes `path` whole or not at all (a temporary file renamed over it, both synced).
-fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("zoo.cfg");
-    let tmp = path.with_file_name(format!(".{name}.tmp"));
-    let mut f = std::fs::File::create(&tmp)?;
-    f.write_all(text.as_bytes())?;
-    f.sync_all()?;
-    std::fs::rename(&tmp, path)?;
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::File::open(dir)?.sync_all()?;
-    }
-    Ok(())
-}
-
 /// Writes the dynamic file for configuration `version` and points zoo.cfg at it. Does nothing
 /// when zoo.cfg already points at an identical file (a restart replays the same membership).
 /// Returns the dynamic file's path when something was written.
@@ -90,10 +76,10 @@ pub fn rewrite<'a>(
     let had_servers = old.lines().any(|l| l.trim_start().starts_with("server."));
     let bak = cfg_file.with_file_name(format!("{name}.bak"));
     if had_servers && !old.contains("dynamicConfigFile") && !bak.exists() {
-        write_atomic(&bak, &old)?;
+        replace_file(&bak, old.as_bytes(), true)?;
     }
-    write_atomic(&dynamic, &text)?;
-    write_atomic(&cfg_file, &new)?;
+    replace_file(&dynamic, text.as_bytes(), true)?;
+    replace_file(&cfg_file, new.as_bytes(), true)?;
     Ok(Some(dynamic))
 }
 

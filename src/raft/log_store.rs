@@ -504,19 +504,7 @@ pub(crate) fn write_small<T: serde::Serialize>(path: &Path, v: &T, durable: bool
     let mut b = bincode::serialize(v).map_err(std::io::Error::other)?;
     let crc = crc32fast::hash(&b);
     b.extend_from_slice(&crc.to_be_bytes());
-    let tmp = path.with_extension("tmp");
-    let mut f = File::create(&tmp)?;
-    f.write_all(&b)?;
-    if durable {
-        f.sync_all()?;
-    }
-    std::fs::rename(&tmp, path)?;
-    if durable {
-        if let Some(d) = path.parent() {
-            sync_dir(d);
-        }
-    }
-    Ok(())
+    crate::storage::replace_file(path, &b, durable)
 }
 
 /// Reads what `write_small` wrote; a missing file is `None`, a damaged one an error.

@@ -107,6 +107,25 @@ pub(crate) fn lock(dir: &Path) -> Result<File, StorageError> {
     }
 }
 
+/// Replaces `path` whole or not at all: the bytes go to `<path without extension>.tmp`, which is
+/// renamed over it; with `durable`, the file and then its directory are fsync'd.
+pub(crate) fn replace_file(path: &Path, bytes: &[u8], durable: bool) -> std::io::Result<()> {
+    let tmp = path.with_extension("tmp");
+    let mut f = File::create(&tmp)?;
+    f.write_all(bytes)?;
+    if durable {
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)?;
+    if durable {
+        // The directory's fsync is best effort, as the Raft files always had it.
+        if let Some(d) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            let _ = File::open(d).and_then(|d| d.sync_all());
+        }
+    }
+    Ok(())
+}
+
 pub(crate) fn secret(dir: &Path) -> Result<[u8; 32], StorageError> {
     let path = dir.join("secret");
     let mut s = [0u8; 32];

@@ -15,6 +15,16 @@
 //!          | 4 Reap path:ustring                                      (empty container / expired TTL node)
 //! ```
 //! (big-endian integers; strings, buffers and vectors as in jute)
+//!
+//! A log entry carries a `Batch` of commands: the leader's log appends are fsync'd one at a
+//! time (openraft 0.9 waits for each append's flush before it takes the next request), so
+//! one entry per command would cap writes at one command per fsync; a batch takes every
+//! command that arrived meanwhile (ZooKeeper's SyncRequestProcessor groups its txns per fsync
+//! the same way).
+//! ```text
+//! batch   := command                                    (one command: the format of one command alone)
+//!          | 0xffffffffffffffff count:u32 (len:u32 command)*count
+//! ```
 
 use crate::proto::jute::{self, DecodeError, JuteWrite};
 use crate::proto::{Id, OpCode, Request, RequestBody, PASSWORD_LEN};
@@ -94,6 +104,43 @@ impl Command {
         }
     }
 
+    /// About the encoded size (within a few dozen bytes): what a batch's byte bound counts,
+    /// without encoding the command twice.
+    pub fn approx_len(&self) -> usize {
+        fn data(d: &Option<bytes::Bytes>) -> usize {
+            d.as_ref().map_or(0, |d| d.len())
+        }
+        fn acl(a: &[crate::proto::Acl]) -> usize {
+            a.iter().map(|a| 12 + a.id.scheme.len() + a.id.id.len()).sum()
+        }
+        fn multi(op: &crate::proto::MultiOp) -> usize {
+            use crate::proto::MultiOp as M;
+            16 + match op {
+                M::Create(_, c) => c.path.len() + data(&c.data) + acl(&c.acl),
+                M::SetData { path, data: d, .. } => path.len() + data(d),
+                M::Delete { path, .. } | M::Check { path, .. } => path.len(),
+                #[allow(unreachable_patterns)]
+                _ => 64,
+            }
+        }
+        48 + match &self.op {
+            CommandOp::CreateSession { .. } | CommandOp::CloseSession => 24,
+            CommandOp::Reap { path } => path.len(),
+            CommandOp::Request { ids, body, .. } => {
+                ids.iter().map(|i| 8 + i.scheme.len() + i.id.len()).sum::<usize>()
+                    + 32
+                    + match body {
+                        RequestBody::Create(c) => c.path.len() + data(&c.data) + acl(&c.acl),
+                        RequestBody::SetData { path, data: d, .. } => path.len() + data(d),
+                        RequestBody::SetAcl { path, acl: a, .. } => path.len() + acl(a),
+                        RequestBody::Multi(ops) => ops.iter().map(multi).sum(),
+                        RequestBody::Delete { path, .. } | RequestBody::Path { path } => path.len(),
+                        _ => 256,
+                    }
+            }
+        }
+    }
+
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut b = Vec::with_capacity(64);
         self.encode(&mut b);
@@ -148,7 +195,111 @@ impl Command {
     }
 }
 
-/// In a Raft entry a command is one opaque byte string (bincode frames it).
+/// The commands of one log entry, applied in order, each with its own zxid.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Batch(pub Vec<Command>);
+
+/// Marks a batch of several commands: a command starts with its origin member's id, never this.
+const MANY: u64 = u64::MAX;
+
+/// Most commands in one batch.
+pub const BATCH_MAX_COMMANDS: usize = 1024;
+/// A batch stops growing at this many encoded bytes (one larger command still goes alone), so
+/// `max_payload_entries` entries stay well inside a peer frame (`network::MAX_FRAME`).
+pub const BATCH_MAX_BYTES: usize = 256 * 1024;
+
+impl Batch {
+    pub fn encode(&self, b: &mut Vec<u8>) {
+        match self.0.as_slice() {
+            [one] => one.encode(b),
+            many => {
+                b.put_u64(MANY);
+                b.put_u32(many.len() as u32);
+                for c in many {
+                    let at = b.len();
+                    b.put_u32(0);
+                    c.encode(b);
+                    let len = (b.len() - at - 4) as u32;
+                    b[at..at + 4].copy_from_slice(&len.to_be_bytes());
+                }
+            }
+        }
+    }
+
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut b = Vec::with_capacity(64 * self.0.len());
+        self.encode(&mut b);
+        b
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Batch, DecodeError> {
+        let bad = || DecodeError::Malformed(nom::error::ErrorKind::Verify);
+        if bytes.len() < 12 || bytes[..8] != MANY.to_be_bytes() {
+            return Command::decode(bytes).map(|c| Batch(vec![c]));
+        }
+        let n = u32::from_be_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize;
+        let mut rest = &bytes[12..];
+        // Each command takes at least its 4-byte length: a count beyond that is a lie.
+        if n > rest.len() / 4 {
+            return Err(bad());
+        }
+        let mut cmds = Vec::with_capacity(n);
+        for _ in 0..n {
+            if rest.len() < 4 {
+                return Err(bad());
+            }
+            let len = u32::from_be_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
+            let body = rest.get(4..4 + len).ok_or_else(bad)?;
+            cmds.push(Command::decode(body)?);
+            rest = &rest[4 + len..];
+        }
+        if !rest.is_empty() {
+            return Err(bad());
+        }
+        Ok(Batch(cmds))
+    }
+}
+
+impl std::fmt::Display for Batch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "batch of {}", self.0.len())
+    }
+}
+
+/// In a Raft entry a batch is one opaque byte string (bincode frames it).
+impl serde::Serialize for Batch {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(&self.to_bytes())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Batch {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Batch, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Batch;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an encoded batch of zkr commands")
+            }
+            fn visit_bytes<E: serde::de::Error>(self, v: &[u8]) -> Result<Batch, E> {
+                Batch::decode(v).map_err(E::custom)
+            }
+            fn visit_byte_buf<E: serde::de::Error>(self, v: Vec<u8>) -> Result<Batch, E> {
+                self.visit_bytes(&v)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Batch, A::Error> {
+                let mut v = Vec::new();
+                while let Some(b) = seq.next_element::<u8>()? {
+                    v.push(b);
+                }
+                self.visit_bytes(&v)
+            }
+        }
+        d.deserialize_byte_buf(V)
+    }
+}
+
+/// On the forward stream a command is one opaque byte string (bincode frames it).
 impl serde::Serialize for Command {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_bytes(&self.to_bytes())
@@ -248,7 +399,34 @@ mod tests {
     fn garbage_is_an_error_not_a_panic() {
         for n in 0..40 {
             let _ = Command::decode(&vec![3u8; n]);
+            let _ = Batch::decode(&vec![0xff; n]);
         }
         assert!(Command::decode(&[]).is_err());
+        assert!(Batch::decode(&[]).is_err());
+        // A count far beyond what the bytes can hold is refused before anything is allocated.
+        let mut b = MANY.to_be_bytes().to_vec();
+        b.extend_from_slice(&u32::MAX.to_be_bytes());
+        assert!(Batch::decode(&b).is_err());
+    }
+
+    fn cmd(seq: u64, path: &str) -> Command {
+        Command { origin: Origin { member: 1, seq }, time: 3, session: 4, op: CommandOp::Reap { path: path.into() } }
+    }
+
+    #[test]
+    fn a_batch_of_one_is_the_format_of_one_command_so_earlier_logs_still_read() {
+        let one = Batch(vec![cmd(5, "/a")]);
+        assert_eq!(one.to_bytes(), cmd(5, "/a").to_bytes());
+        // An entry written before batches (a bare command) reads as a batch of one.
+        let old = bincode::serialize(&cmd(5, "/a")).unwrap();
+        assert_eq!(bincode::deserialize::<Batch>(&old).unwrap(), one);
+        for batch in [Batch(vec![cmd(1, "/a"), cmd(2, "/bb"), cmd(0, "/c")]), Batch(vec![])] {
+            let b = bincode::serialize(&batch).unwrap();
+            assert_eq!(bincode::deserialize::<Batch>(&b).unwrap(), batch);
+        }
+        // Trailing bytes after the last command are an error.
+        let mut b = Batch(vec![cmd(1, "/a"), cmd(2, "/b")]).to_bytes();
+        b.push(0);
+        assert!(Batch::decode(&b).is_err());
     }
 }

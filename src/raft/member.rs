@@ -5,7 +5,7 @@
 //! connection bounds its own requests in flight) and everything learned comes back as a
 //! `CoreMsg::Replication` message.
 
-use super::command::Command;
+use super::command::{Batch, Command, BATCH_MAX_BYTES, BATCH_MAX_COMMANDS};
 use super::members::Ensemble;
 use super::network::{self, ForwardMsg, ForwardReply, Hello, Kind, RpcRequest, RpcResponse};
 use super::types::{MemberId, Raft};
@@ -70,6 +70,7 @@ async fn to_core(core: &mpsc::Sender<CoreMsg>, msg: ReplMsg) {
 pub async fn serve_peers(
     listener: TcpListener,
     raft: Raft,
+    submitter: Submitter,
     core: mpsc::Sender<CoreMsg>,
     status: Arc<MemberStatus>,
     shutdown: CancellationToken,
@@ -89,6 +90,7 @@ pub async fn serve_peers(
         };
         let _ = stream.set_nodelay(true);
         let (raft, core, status, stop) = (raft.clone(), core.clone(), status.clone(), shutdown.clone());
+        let submitter = submitter.clone();
         tokio::spawn(async move {
             let hello =
                 tokio::time::timeout(Duration::from_secs(5), network::read_frame::<_, Hello>(&mut stream)).await;
@@ -108,7 +110,7 @@ pub async fn serve_peers(
                 r = async {
                     match hello.kind {
                         Kind::Rpc => serve_rpc(stream, hello.from, &raft, &status).await,
-                        Kind::Forward => serve_forward(stream, &raft, &core).await,
+                        Kind::Forward => serve_forward(stream, &raft, &submitter, &core).await,
                     }
                 } => r,
             };
@@ -226,7 +228,12 @@ async fn serve_rpc_frames(
 
 /// The leader's end of a follower's forward stream: proposals go into the log in the order they
 /// arrive (one stream per follower keeps each session's writes in order).
-async fn serve_forward(s: TcpStream, raft: &Raft, core: &mpsc::Sender<CoreMsg>) -> Result<(), network::PeerError> {
+async fn serve_forward(
+    s: TcpStream,
+    raft: &Raft,
+    submitter: &Submitter,
+    core: &mpsc::Sender<CoreMsg>,
+) -> Result<(), network::PeerError> {
     let (mut rd, mut wr) = s.into_split();
     let (tx, mut rx) = mpsc::unbounded_channel::<ForwardReply>();
     let writer = tokio::spawn(async move {
@@ -245,14 +252,10 @@ async fn serve_forward(s: TcpStream, raft: &Raft, core: &mpsc::Sender<CoreMsg>) 
             ForwardMsg::Propose(mut cmd) => {
                 // The leader's clock stamps every txn, as ZooKeeper's leader does in prep.
                 cmd.time = wall_ms();
-                let seq = cmd.origin.seq;
-                submit(raft, cmd, seq, {
-                    let tx = tx.clone();
-                    move |seq| {
-                        let _ = tx.send(ForwardReply::Failed { seq });
-                    }
-                })
-                .await;
+                let tx = tx.clone();
+                submitter.submit(cmd, move |seq| {
+                    let _ = tx.send(ForwardReply::Failed { seq });
+                });
             }
             ForwardMsg::ReadIndex { seq } => {
                 let (raft, tx) = (raft.clone(), tx.clone());
@@ -276,20 +279,90 @@ async fn serve_forward(s: TcpStream, raft: &Raft, core: &mpsc::Sender<CoreMsg>) 
     result
 }
 
-/// Puts a command into the leader's log; `failed(seq)` runs if it will not be committed
-/// through this leader (its fate is then unknown to the proposer).
-async fn submit(raft: &Raft, cmd: Command, seq: u64, failed: impl FnOnce(u64) + Send + 'static) {
-    match raft.client_write_ff(cmd).await {
-        Ok(rx) if seq != 0 => {
-            tokio::spawn(async move {
-                if !matches!(rx.await, Ok(Ok(_))) {
-                    failed(seq);
-                }
-            });
+/// What to do when a proposal will not be committed through this leader (its fate is then
+/// unknown to the proposer): called with the proposal's seq.
+type OnFail = Box<dyn FnOnce(u64) + Send>;
+
+/// The leader's one way into its Raft log: every proposal, the leader's own and those its
+/// followers forward, is queued here and goes into the log in a `Batch` with every other one
+/// queued meanwhile. openraft 0.9 appends one client write at a time and waits for that
+/// append's fsync before it takes the next, so this task hands it a batch and waits until the
+/// log has taken it before it forms the next one: each fsync carries what arrived during the
+/// previous one (ZooKeeper's SyncRequestProcessor groups its txns per fsync the same way).
+/// Each source's proposals keep their order (one queue, read in order).
+#[derive(Clone)]
+pub struct Submitter {
+    tx: mpsc::UnboundedSender<(Command, Option<OnFail>)>,
+}
+
+/// How long the submitter waits for the log to take a batch before it sends the next one
+/// anyway (a lost metrics update must not stall proposals).
+const SUBMIT_WAIT: Duration = Duration::from_millis(5);
+
+impl Submitter {
+    pub fn spawn(raft: Raft, shutdown: CancellationToken) -> Submitter {
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(run_submitter(raft, rx, shutdown));
+        Submitter { tx }
+    }
+
+    /// Queues a command for the log; `failed(seq)` runs if it will not be committed through
+    /// this leader. A command with seq 0 has nobody waiting for it.
+    pub fn submit(&self, cmd: Command, failed: impl FnOnce(u64) + Send + 'static) {
+        let seq = cmd.origin.seq;
+        let on_fail: Option<OnFail> = (seq != 0).then(|| Box::new(failed) as OnFail);
+        if let Err(mpsc::error::SendError((cmd, Some(f)))) = self.tx.send((cmd, on_fail)) {
+            f(cmd.origin.seq);
         }
-        Ok(_) => {}
-        Err(_) if seq != 0 => failed(seq),
-        Err(_) => {}
+    }
+}
+
+async fn run_submitter(
+    raft: Raft,
+    mut rx: mpsc::UnboundedReceiver<(Command, Option<OnFail>)>,
+    shutdown: CancellationToken,
+) {
+    let mut metrics = raft.metrics();
+    loop {
+        let first = tokio::select! {
+            _ = shutdown.cancelled() => break,
+            p = rx.recv() => match p { Some(p) => p, None => break },
+        };
+        let mut bytes = first.0.approx_len();
+        let mut batch = vec![first];
+        while batch.len() < BATCH_MAX_COMMANDS && bytes < BATCH_MAX_BYTES {
+            match rx.try_recv() {
+                Ok(p) => {
+                    bytes += p.0.approx_len();
+                    batch.push(p);
+                }
+                Err(_) => break,
+            }
+        }
+        let mut cmds = Vec::with_capacity(batch.len());
+        let mut fails = Vec::new();
+        for (cmd, f) in batch {
+            if let Some(f) = f {
+                fails.push((cmd.origin.seq, f));
+            }
+            cmds.push(cmd);
+        }
+        let before = metrics.borrow().last_log_index.unwrap_or(0);
+        match raft.client_write_ff(Batch(cmds)).await {
+            Ok(rx) if !fails.is_empty() => {
+                tokio::spawn(async move {
+                    if !matches!(rx.await, Ok(Ok(_))) {
+                        fails.into_iter().for_each(|(seq, f)| f(seq));
+                    }
+                });
+            }
+            Ok(_) => {}
+            Err(_) => fails.into_iter().for_each(|(seq, f)| f(seq)),
+        }
+        // openraft publishes its metrics once per turn of its loop, after the append (and its
+        // fsync) finished: a higher last log index means the batch is in.
+        let taken = metrics.wait_for(|m| m.last_log_index.unwrap_or(0) > before);
+        let _ = tokio::time::timeout(SUBMIT_WAIT, taken).await;
     }
 }
 
@@ -372,6 +445,7 @@ pub async fn propose(
     me: MemberId,
     ensemble: Arc<parking_lot::RwLock<Ensemble>>,
     raft: Raft,
+    submitter: Submitter,
     core: mpsc::Sender<CoreMsg>,
     mut rx: mpsc::UnboundedReceiver<Proposal>,
     shutdown: CancellationToken,
@@ -387,12 +461,10 @@ pub async fn propose(
             fwd = None;
             match p {
                 Proposal::Command(cmd) => {
-                    let seq = cmd.origin.seq;
                     let core = core.clone();
-                    submit(&raft, cmd, seq, move |seq| {
+                    submitter.submit(cmd, move |seq| {
                         tokio::spawn(async move { to_core(&core, ReplMsg::ProposalFailed { seq }).await });
-                    })
-                    .await;
+                    });
                 }
                 Proposal::ReadIndex { seq } => {
                     let (raft, core) = (raft.clone(), core.clone());

@@ -127,6 +127,9 @@ pub fn raft_config(cfg: &Config, ens: &Ensemble) -> Result<openraft::Config, Str
         snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(cfg.snap_count),
         // Followers further behind than this catch up from a snapshot.
         max_in_snapshot_log_to_keep: cfg.snap_count.min(1000),
+        // An entry is a batch of up to `BATCH_MAX_BYTES` (or one larger command): 64 of them
+        // stay inside a peer frame where openraft's 300 might not.
+        max_payload_entries: 64,
         ..Default::default()
     };
     c.validate().map_err(|e| e.to_string())

@@ -1,13 +1,13 @@
-//! openraft's type configuration for zkr: an entry carries a `Command`, a member is described
+//! openraft's type configuration for zkr: an entry carries a `Batch` of commands, a member is described
 //! by its `server.N` line, a snapshot travels as a file.
 
-use super::command::Command;
+use super::command::Batch;
 use super::members::ServerSpec;
 
 openraft::declare_raft_types!(
     /// zkr's Raft types.
     pub Zkr:
-        D = Command,
+        D = Batch,
         R = (),
         NodeId = u64,
         Node = ServerSpec,
@@ -32,6 +32,20 @@ pub fn zxid_of(log_id: &LogId) -> i64 {
     ((log_id.leader_id.term as i64) << 32) | (log_id.index & 0xffff_ffff) as i64
 }
 
+/// The first zxid of a term: a new leader's first (blank) entry moves the applied zxid there,
+/// as a ZooKeeper leader's NEWLEADER zxid is its new epoch with counter 0.
+pub fn epoch_start(log_id: &LogId) -> i64 {
+    (log_id.leader_id.term as i64) << 32
+}
+
+/// The zxid of the next txn applied from an entry of `log_id`'s term after `last`: the term is
+/// ZooKeeper's epoch, and the counter below it counts the term's txns (an entry carries a batch
+/// of commands, each its own txn, so the log index alone cannot number them). Every member
+/// applies the same log from the same snapshot, so every member numbers them alike.
+pub fn next_zxid(last: i64, log_id: &LogId) -> i64 {
+    (last + 1).max(epoch_start(log_id) + 1)
+}
+
 /// Wraps any error as openraft's storage I/O error on the log.
 pub fn log_err(e: impl std::fmt::Display) -> StorageError {
     openraft::StorageIOError::write_logs(openraft::AnyError::error(e.to_string())).into()
@@ -52,5 +66,10 @@ mod tests {
         assert!(zxid_of(&id(1, 5)) < zxid_of(&id(1, 6)));
         assert!(zxid_of(&id(1, 900)) < zxid_of(&id(2, 901)));
         assert_eq!(zxid_of(&id(3, 7)), 0x3_0000_0007);
+        // Txns within a term count up from the term's start; a new term starts over above it.
+        assert_eq!(next_zxid(0, &id(1, 1)), 0x1_0000_0001);
+        assert_eq!(next_zxid(0x1_0000_0001, &id(1, 1)), 0x1_0000_0002);
+        assert_eq!(next_zxid(0x1_0000_0002, &id(2, 9)), 0x2_0000_0001);
+        assert_eq!(epoch_start(&id(2, 9)), 0x2_0000_0000);
     }
 }

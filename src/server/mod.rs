@@ -453,8 +453,15 @@ async fn start_member(
     let gate = crate::raft::seed::Gate::load(&crate::raft::raft_dir(cfg))?;
     let status = Arc::new(member::MemberStatus { seed: parking_lot::Mutex::new(gate), ..Default::default() });
     member::tag_logs(me, status.clone());
-    let peers =
-        tokio::spawn(member::serve_peers(listener, raft.clone(), core_tx.clone(), status.clone(), shutdown.clone()));
+    let submitter = member::Submitter::spawn(raft.clone(), shutdown.clone());
+    let peers = tokio::spawn(member::serve_peers(
+        listener,
+        raft.clone(),
+        submitter.clone(),
+        core_tx.clone(),
+        status.clone(),
+        shutdown.clone(),
+    ));
     let voters: std::collections::BTreeMap<u64, crate::raft::members::ServerSpec> =
         ens.members.iter().filter(|(_, s)| !s.observer).map(|(id, s)| (*id, s.clone())).collect();
     // An observer never initializes the ensemble: the leader adds it as a learner.
@@ -479,7 +486,15 @@ async fn start_member(
         });
     }
     let shared = Arc::new(parking_lot::RwLock::new(ens.clone()));
-    tokio::spawn(member::propose(me, shared.clone(), raft.clone(), core_tx.clone(), proposals, shutdown.clone()));
+    tokio::spawn(member::propose(
+        me,
+        shared.clone(),
+        raft.clone(),
+        submitter,
+        core_tx.clone(),
+        proposals,
+        shutdown.clone(),
+    ));
     tokio::spawn(member::keep_observers(raft.clone(), shared.clone(), shutdown.clone()));
     member::set_elect_step(Duration::from_millis(raft_cfg_heartbeat / 2));
     member::set_catch_up(Duration::from_millis((cfg.tick_time_ms as u64 * ens.init_limit as u64).max(2000)));

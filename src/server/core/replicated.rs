@@ -20,7 +20,7 @@
 use super::*;
 use crate::raft::command::{Command, CommandOp, Origin};
 use crate::raft::members::ServerSpec;
-use crate::raft::types::{zxid_of, LogId, Membership};
+use crate::raft::types::{epoch_start, next_zxid, LogId, Membership};
 use std::collections::HashSet;
 
 /// A committed log entry, as the core applies it.
@@ -32,7 +32,8 @@ pub struct Committed {
 
 #[derive(Debug)]
 pub enum CommittedPayload {
-    Command(Command),
+    /// A batch of commands, each its own txn with its own zxid, in order.
+    Commands(Vec<Command>),
     Membership(Membership),
     /// A new leader's first entry.
     Blank,
@@ -366,19 +367,23 @@ impl Core {
     /// Applies committed entries in log order.
     pub(super) fn apply_committed(&mut self, entries: Vec<Committed>) {
         for e in entries {
-            let zxid = zxid_of(&e.log_id);
             match e.payload {
-                CommittedPayload::Command(cmd) => self.apply_command(zxid, cmd),
+                CommittedPayload::Commands(cmds) => {
+                    for cmd in cmds {
+                        let zxid = next_zxid(self.tree.last_zxid(), &e.log_id);
+                        self.apply_command(zxid, cmd);
+                        self.advance_zxid(zxid);
+                    }
+                }
                 CommittedPayload::Membership(m) => {
+                    let zxid = next_zxid(self.tree.last_zxid(), &e.log_id);
                     self.apply_membership(zxid, &m);
+                    self.advance_zxid(zxid);
                     if let Some(r) = self.repl() {
                         r.membership = m;
                     }
                 }
-                CommittedPayload::Blank => {}
-            }
-            if zxid > self.tree.last_zxid() {
-                self.tree.set_last_zxid(zxid);
+                CommittedPayload::Blank => self.advance_zxid(epoch_start(&e.log_id)),
             }
             if let Some(r) = self.repl() {
                 r.applied = Some(e.log_id);
@@ -386,6 +391,24 @@ impl Core {
         }
         self.durable.store(self.tree.last_zxid(), Ordering::Release);
         self.release_syncs();
+    }
+
+    /// Every applied txn moves the tree's zxid to its own, failed ones too (as ZooKeeper's
+    /// error txns do), so the next one numbers after it.
+    fn advance_zxid(&mut self, zxid: Zxid) {
+        if zxid > self.tree.last_zxid() {
+            self.tree.set_last_zxid(zxid);
+        }
+    }
+
+    /// The version of the ensemble's configuration: the zxid of the txn that wrote
+    /// `/zookeeper/config` for the current membership (ZooKeeper's QuorumVerifier version is
+    /// the reconfig's zxid), 0 before any.
+    fn config_version(&self, m: &Membership) -> Zxid {
+        if m.log_id().is_none() {
+            return 0;
+        }
+        self.tree.get("/zookeeper/config").map_or(0, |n| n.stat.mzxid)
     }
 
     /// `/zookeeper/config` follows the membership (QuorumPeer writes it on every change).
@@ -542,7 +565,7 @@ impl Core {
             Ok(p) => p,
             Err(e) => return self.reply(conn, xid, Err(e)),
         };
-        let version = current.log_id().map_or(0, |l| zxid_of(&l));
+        let version = self.config_version(&current);
         if *cur_config_id != -1 && *cur_config_id != version {
             return self.reply(conn, xid, Err(ErrorCode::BadVersion));
         }
@@ -703,8 +726,8 @@ impl Core {
         for (sid, s) in &self.sessions {
             self.expiry.touch(*sid, now, s.timeout_ms as u64);
         }
-        if let Some(id) = membership.log_id() {
-            self.write_config_files(crate::raft::types::zxid_of(id), &membership);
+        if membership.log_id().is_some() {
+            self.write_config_files(self.config_version(&membership), &membership);
         }
         if let Some(r) = self.repl() {
             r.applied = log_id;

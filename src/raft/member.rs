@@ -626,7 +626,7 @@ pub async fn watch_role(
         if let Err(fatal) = running {
             tracing::error!("replication stopped on a fatal error, this member no longer serves: {fatal}");
             *status.role.lock() = (Role::Looking, None, term);
-            to_core(&core, ReplMsg::Role { role: Role::Looking, leader: None, term, leader_gone: false }).await;
+            to_core(&core, ReplMsg::Role { role: Role::Looking, leader: None, term }).await;
             break;
         }
         let in_touch = in_touch_with_leader(
@@ -667,8 +667,7 @@ pub async fn watch_role(
             }
             last = Some(now);
             *status.role.lock() = now;
-            let leader_gone = now.0 == Role::Looking && status.leader_lost.load(Ordering::Acquire);
-            to_core(&core, ReplMsg::Role { role: now.0, leader: now.1, term, leader_gone }).await;
+            to_core(&core, ReplMsg::Role { role: now.0, leader: now.1, term }).await;
         }
     }
 }

@@ -92,9 +92,6 @@ pub enum ReplMsg {
         role: Role,
         leader: Option<u64>,
         term: u64,
-        /// Looking because the leader's process is gone (its stream ended and its peer port
-        /// refuses): the survivors elect at once, so clients are held rather than dropped.
-        leader_gone: bool,
     },
     /// A proposal was refused or its fate is unknown.
     ProposalFailed {
@@ -128,9 +125,7 @@ pub enum ReplMsg {
 impl std::fmt::Debug for ReplMsg {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            ReplMsg::Role { role, leader, term, leader_gone } => {
-                write!(f, "Role({role:?}, {leader:?}, {term}, gone {leader_gone})")
-            }
+            ReplMsg::Role { role, leader, term } => write!(f, "Role({role:?}, {leader:?}, {term})"),
             ReplMsg::ProposalFailed { seq } => write!(f, "ProposalFailed({seq})"),
             ReplMsg::ForwardLost => f.write_str("ForwardLost"),
             ReplMsg::ReadIndex { seq, index } => write!(f, "ReadIndex({seq}, {index:?})"),
@@ -191,9 +186,6 @@ pub struct Replicated {
     /// there is one, refused after `hold_ms`.
     pub(super) held: Vec<(ConnId, crate::proto::ConnectRequest, u64)>,
     pub(super) hold_ms: u64,
-    /// While the leader's process is gone and the survivors elect: until when the clients'
-    /// connections are kept (their requests queued) instead of closed.
-    hold_conns_until: Option<u64>,
 }
 
 impl Replicated {
@@ -225,7 +217,6 @@ impl Replicated {
             ro_sessions: HashSet::new(),
             held: Vec::new(),
             hold_ms: 0,
-            hold_conns_until: None,
         }
     }
 
@@ -249,11 +240,6 @@ impl Replicated {
     /// A member serves clients only while it has a leader.
     pub fn serving(&self) -> bool {
         self.role != Role::Looking
-    }
-
-    /// True while clients' requests wait for a new leader (see `hold_conns_until`).
-    pub(super) fn holding_conns(&self) -> bool {
-        self.role == Role::Looking && self.hold_conns_until.is_some()
     }
 
     pub fn touched(&mut self, sid: SessionId) {
@@ -366,17 +352,8 @@ impl Core {
         if let Some(c) = self.conns.get_mut(&conn) {
             c.in_flight = c.in_flight.saturating_sub(1);
         }
-        self.serve_queued(conn);
-    }
-
-    /// Serves what queued on a connection, up to the first request that must wait.
-    fn serve_queued(&mut self, conn: ConnId) {
-        let holding = self.repl.as_deref().is_some_and(Replicated::holding_conns);
         loop {
             let Some(c) = self.conns.get_mut(&conn) else { return };
-            if holding && !c.read_only {
-                return;
-            }
             let Some(front) = c.queue.front() else { return };
             // Writes pipeline (they reach the log in order); a read waits for all of them.
             if c.in_flight > 0 && !is_proposal(front) {
@@ -615,7 +592,7 @@ impl Core {
 
     pub(super) fn replication(&mut self, msg: ReplMsg) {
         match msg {
-            ReplMsg::Role { role, leader, term, leader_gone } => self.role_changed(role, leader, term, leader_gone),
+            ReplMsg::Role { role, leader, term } => self.role_changed(role, leader, term),
             ReplMsg::ProposalFailed { seq } => self.fail(seq),
             ReplMsg::ForwardLost => {
                 if self.repl.as_ref().is_some_and(|r| r.role != Role::Leader) {
@@ -671,7 +648,7 @@ impl Core {
         }
     }
 
-    fn role_changed(&mut self, role: Role, leader: Option<u64>, term: u64, leader_gone: bool) {
+    fn role_changed(&mut self, role: Role, leader: Option<u64>, term: u64) {
         let Some(r) = self.repl.as_deref_mut() else { return };
         let was = (r.role, r.leader, r.term);
         if was == (role, leader, term) {
@@ -698,23 +675,13 @@ impl Core {
                 r.reaping.clear();
             }
         }
-        let now = self.now_ms();
         if role == Role::Looking && was.0 != Role::Looking {
-            // No leader: nothing can be served here. When the leader's process is gone the
-            // survivors elect at once (about a tenth of a second): the clients' connections
-            // stay and their requests wait for the new leader, up to an election timeout, so
-            // a leader's crash disconnects only the leader's own clients. Otherwise (cut off,
-            // or a leader without its quorum) the connections close now, as ZooKeeper shuts
-            // its client server down while LOOKING, and clients move to another member with
-            // their sessions. Read-only sessions (read-only mode) stay while cut off.
-            let hold = self.repl().map_or(0, |r| r.hold_ms);
-            if leader_gone && hold > 0 {
-                tracing::info!(hold_ms = hold, "the leader is gone: clients' requests wait for the election");
-                if let Some(r) = self.repl() {
-                    r.hold_conns_until = Some(now + hold);
-                }
-            } else {
-                self.close_client_conns();
+            // No leader: nothing can be served here (ZooKeeper shuts its client server down
+            // while LOOKING); clients move to another member and keep their sessions. Read-only
+            // sessions (read-only mode) stay while the member stays cut off.
+            let conns: Vec<ConnId> = self.conns.iter().filter(|(_, c)| !c.read_only).map(|(id, _)| *id).collect();
+            for c in conns {
+                self.close_conn(c);
             }
         } else if was.0 == Role::Looking && role != Role::Looking {
             // Back in a quorum (not merely a new election term while still looking): read-only connections close, so their clients look for a
@@ -727,14 +694,6 @@ impl Core {
             for sid in local {
                 self.sessions.remove(&sid);
             }
-            // Requests held through the election are served now, in order.
-            if self.repl().and_then(|r| r.hold_conns_until.take()).is_some() {
-                let waiting: Vec<ConnId> =
-                    self.conns.iter().filter(|(_, c)| !c.queue.is_empty()).map(|(id, _)| *id).collect();
-                for conn in waiting {
-                    self.serve_queued(conn);
-                }
-            }
         }
         if role != Role::Looking {
             let held = self.repl().map(|r| std::mem::take(&mut r.held)).unwrap_or_default();
@@ -743,14 +702,6 @@ impl Core {
                     self.handshake(conn, req);
                 }
             }
-        }
-    }
-
-    /// Closes every client connection but read-only ones (their clients re-attach elsewhere).
-    fn close_client_conns(&mut self) {
-        let conns: Vec<ConnId> = self.conns.iter().filter(|(_, c)| !c.read_only).map(|(id, _)| *id).collect();
-        for c in conns {
-            self.close_conn(c);
         }
     }
 
@@ -803,15 +754,6 @@ impl Core {
         for conn in late {
             tracing::info!(conn, "refusing connection: this member still has no leader");
             self.close_conn(conn);
-        }
-        if self.repl.as_deref().and_then(|r| r.hold_conns_until).is_some_and(|until| now >= until) {
-            if let Some(r) = self.repl() {
-                r.hold_conns_until = None;
-            }
-            if role == Role::Looking {
-                tracing::info!("no leader within an election timeout: closing client connections");
-                self.close_client_conns();
-            }
         }
         match role {
             Role::Leader => {

@@ -162,6 +162,10 @@ build_context_checks() {
     else
         why+="no dep-info file (target/release/zkr.d) to check the copied sources against; "
     fi
+    # --offline needs every platform's crates in the local registry; a build fetches only this
+    # platform's (android_system_properties was missing on a fresh machine), so fetch them all.
+    (cd "$ROOT" && cargo fetch --locked >/dev/null 2>"$WORK/fetch.err") ||
+        why+="cargo fetch: $(tail -3 "$WORK/fetch.err" | tr '\n' ' '); "
     (cd "$ctx" && cargo metadata --locked --offline --format-version 1 >/dev/null 2>"$WORK/context.err") ||
         why+="cargo metadata in the copied context: $(tail -3 "$WORK/context.err" | tr '\n' ' '); "
     [ -z "$why" ] || { echo "$why"; return 1; }

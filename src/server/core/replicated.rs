@@ -20,7 +20,7 @@
 use super::*;
 use crate::raft::command::{Command, CommandOp, Origin};
 use crate::raft::members::ServerSpec;
-use crate::raft::types::{epoch_start, next_zxid, LogId, Membership};
+use crate::raft::types::{epoch_start, next_zxid, zxid_of, LogId, Membership};
 use std::collections::HashSet;
 
 /// A committed log entry, as the core applies it.
@@ -401,24 +401,22 @@ impl Core {
         }
     }
 
-    /// The version of the ensemble's configuration: the zxid of the txn that wrote
-    /// `/zookeeper/config` for the current membership (ZooKeeper's QuorumVerifier version is
-    /// the reconfig's zxid), 0 before any.
-    fn config_version(&self, m: &Membership) -> Zxid {
-        if m.log_id().is_none() {
-            return 0;
-        }
-        self.tree.get("/zookeeper/config").map_or(0, |n| n.stat.mzxid)
+    /// The version of the ensemble's configuration: its log position as a zxid (term, index),
+    /// so 0 for the configuration an ensemble starts with, as ZooKeeper's static config has
+    /// version 0, and increasing with every reconfig (ZooKeeper's is the reconfig's zxid;
+    /// clients only compare it and send it back as `fromConfig`).
+    fn config_version(m: &Membership) -> Zxid {
+        m.log_id().map_or(0, |l| zxid_of(&l))
     }
 
     /// `/zookeeper/config` follows the membership (QuorumPeer writes it on every change).
     fn apply_membership(&mut self, zxid: Zxid, m: &Membership) {
-        let text = config_text(m, zxid);
+        let text = config_text(m, Self::config_version(m));
         let version = self.tree.get("/zookeeper/config").map_or(0, |n| n.stat.version + 1);
         let op = TxnOp::SetData { path: "/zookeeper/config".into(), data: Some(text.into()), version };
         // Membership entries carry no time: mtime 0 keeps every member's tree the same.
         self.apply_txn(&Txn { zxid, time: 0, session: 0, op });
-        self.write_config_files(zxid, m);
+        self.write_config_files(Self::config_version(m), m);
     }
 
     /// With `reconfigEnabled=true`, zoo.cfg and its dynamic file follow the membership, as
@@ -565,7 +563,7 @@ impl Core {
             Ok(p) => p,
             Err(e) => return self.reply(conn, xid, Err(e)),
         };
-        let version = self.config_version(&current);
+        let version = Self::config_version(&current);
         if *cur_config_id != -1 && *cur_config_id != version {
             return self.reply(conn, xid, Err(ErrorCode::BadVersion));
         }
@@ -727,7 +725,7 @@ impl Core {
             self.expiry.touch(*sid, now, s.timeout_ms as u64);
         }
         if membership.log_id().is_some() {
-            self.write_config_files(self.config_version(&membership), &membership);
+            self.write_config_files(Self::config_version(&membership), &membership);
         }
         if let Some(r) = self.repl() {
             r.applied = log_id;

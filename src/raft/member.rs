@@ -366,20 +366,6 @@ async fn run_submitter(
     }
 }
 
-/// Asks openraft for a snapshot each time the state machine has applied `snapCount` txns
-/// since the last one (see `state_machine::SnapshotDue`).
-pub async fn take_snapshots(raft: Raft, due: Arc<tokio::sync::Notify>, shutdown: CancellationToken) {
-    loop {
-        tokio::select! {
-            _ = shutdown.cancelled() => break,
-            _ = due.notified() => {}
-        }
-        if let Err(e) = raft.trigger().snapshot().await {
-            tracing::warn!("cannot start a snapshot: {e}");
-        }
-    }
-}
-
 /// Time between the survivors' elections after the leader's process is gone.
 static ELECT_STEP: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
 

@@ -124,9 +124,7 @@ pub fn raft_config(cfg: &Config, ens: &Ensemble) -> Result<openraft::Config, Str
         election_timeout_min: heartbeat * 5,
         election_timeout_max: heartbeat * 10,
         install_snapshot_timeout: (tick * ens.init_limit as u64).max(2000),
-        // snapCount counts txns, not entries: the state machine asks for snapshots itself
-        // (`state_machine::SnapshotDue`).
-        snapshot_policy: openraft::SnapshotPolicy::Never,
+        snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(cfg.snap_count),
         // Followers further behind than this catch up from a snapshot.
         max_in_snapshot_log_to_keep: cfg.snap_count.min(1000),
         // An entry is a batch of up to `BATCH_MAX_BYTES` (or one larger command): 64 of them

@@ -18,8 +18,6 @@ use crate::tree::DataTree;
 use openraft::storage::{RaftStateMachine, Snapshot};
 use openraft::{EntryPayload, RaftSnapshotBuilder};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 
 /// Snapshots kept (the newest ones); older ones and their metadata are removed.
@@ -27,8 +25,6 @@ const KEEP: usize = 2;
 
 pub struct StateMachine {
     core: mpsc::Sender<CoreMsg>,
-    /// Txns applied since the last snapshot was built, and when to ask for the next one.
-    snaps: SnapshotDue,
     dir: PathBuf,
     applied: Option<LogId>,
     membership: Membership,
@@ -94,42 +90,8 @@ fn purge(dir: &Path) {
     }
 }
 
-/// zoo.cfg's `snapCount` counts txns, as ZooKeeper's does. A Raft entry carries a batch of
-/// them, so openraft's own policy (entries since the last snapshot) would snapshot up to a
-/// batch's size times later: the state machine counts the txns it applies instead, and
-/// `due` wakes the member's task that asks openraft for a snapshot.
-#[derive(Clone)]
-pub struct SnapshotDue {
-    every: u64,
-    since: Arc<AtomicU64>,
-    pub due: Arc<tokio::sync::Notify>,
-}
-
-impl SnapshotDue {
-    pub fn new(snap_count: u64) -> SnapshotDue {
-        SnapshotDue { every: snap_count.max(1), since: Arc::default(), due: Arc::default() }
-    }
-
-    fn applied(&self, txns: u64) {
-        let before = self.since.fetch_add(txns, Ordering::AcqRel);
-        if before < self.every && before + txns >= self.every {
-            self.due.notify_one();
-        }
-    }
-
-    fn taken(&self) {
-        self.since.store(0, Ordering::Release);
-    }
-}
-
 impl StateMachine {
-    pub fn new(
-        core: mpsc::Sender<CoreMsg>,
-        snaps: SnapshotDue,
-        dir: PathBuf,
-        applied: Option<LogId>,
-        membership: Membership,
-    ) -> Self {
+    pub fn new(core: mpsc::Sender<CoreMsg>, dir: PathBuf, applied: Option<LogId>, membership: Membership) -> Self {
         if let Ok(rd) = std::fs::read_dir(&dir) {
             for e in rd.flatten() {
                 if e.file_name().to_string_lossy().starts_with("receiving.") {
@@ -137,7 +99,7 @@ impl StateMachine {
                 }
             }
         }
-        StateMachine { core, snaps, dir, applied, membership, receiving: None }
+        StateMachine { core, dir, applied, membership, receiving: None }
     }
 
     async fn to_core(&self, msg: CoreMsg) -> Result<(), StorageError> {
@@ -148,13 +110,11 @@ impl StateMachine {
 /// Builds a snapshot from a view of the tree the core hands over.
 pub struct Builder {
     core: mpsc::Sender<CoreMsg>,
-    snaps: SnapshotDue,
     dir: PathBuf,
 }
 
 impl RaftSnapshotBuilder<Zkr> for Builder {
     async fn build_snapshot(&mut self) -> Result<Snapshot<Zkr>, StorageError> {
-        self.snaps.taken();
         let (tx, rx) = oneshot::channel();
         self.core
             .send(CoreMsg::Replication(ReplMsg::SnapshotView(tx)))
@@ -197,16 +157,11 @@ impl RaftStateMachine<Zkr> for StateMachine {
         I::IntoIter: Send,
     {
         let mut batch = Vec::new();
-        let mut txns = 0;
         for e in entries {
             let payload = match e.payload {
                 EntryPayload::Blank => CommittedPayload::Blank,
-                EntryPayload::Normal(batch) => {
-                    txns += batch.0.len() as u64;
-                    CommittedPayload::Commands(batch.0)
-                }
+                EntryPayload::Normal(batch) => CommittedPayload::Commands(batch.0),
                 EntryPayload::Membership(m) => {
-                    txns += 1;
                     self.membership = Membership::new(Some(e.log_id), m.clone());
                     CommittedPayload::Membership(self.membership.clone())
                 }
@@ -218,7 +173,6 @@ impl RaftStateMachine<Zkr> for StateMachine {
         if n == 0 {
             return Ok(Vec::new());
         }
-        self.snaps.applied(txns);
         let (done, rx) = oneshot::channel();
         self.to_core(CoreMsg::Apply { entries: batch, done }).await?;
         rx.await.map_err(|_| sm_err("the core has stopped"))?;
@@ -226,7 +180,7 @@ impl RaftStateMachine<Zkr> for StateMachine {
     }
 
     async fn get_snapshot_builder(&mut self) -> Builder {
-        Builder { core: self.core.clone(), snaps: self.snaps.clone(), dir: self.dir.clone() }
+        Builder { core: self.core.clone(), dir: self.dir.clone() }
     }
 
     async fn begin_receiving_snapshot(&mut self) -> Result<Box<tokio::fs::File>, StorageError> {
@@ -286,27 +240,5 @@ impl RaftStateMachine<Zkr> for StateMachine {
         let Some((meta, path)) = latest(&self.dir).map_err(sm_err)? else { return Ok(None) };
         let f = tokio::fs::File::open(&path).await.map_err(sm_err)?;
         Ok(Some(Snapshot { meta, snapshot: Box::new(f) }))
-    }
-}
-
-#[cfg(test)]
-mod snapshot_due_tests {
-    use super::SnapshotDue;
-    use std::time::Duration;
-
-    #[tokio::test]
-    async fn a_snapshot_is_asked_for_once_per_snap_count_txns_not_per_entry() {
-        let d = SnapshotDue::new(100);
-        let woke = || async { tokio::time::timeout(Duration::from_millis(20), d.due.notified()).await.is_ok() };
-        d.applied(60);
-        assert!(!woke().await, "60 of 100 txns");
-        // One entry of 50 txns crosses the count: one wake-up, not one per entry after it.
-        d.applied(50);
-        assert!(woke().await);
-        d.applied(500);
-        assert!(!woke().await, "asked once until the snapshot is taken");
-        d.taken();
-        d.applied(100);
-        assert!(woke().await);
     }
 }

@@ -443,8 +443,7 @@ async fn start_member(
         .name("zkr-core".into())
         .spawn(move || core.run(core_rx))
         .map_err(StartError::Thread)?;
-    let snaps = state_machine::SnapshotDue::new(cfg.snap_count);
-    let sm = state_machine::StateMachine::new(core_tx.clone(), snaps.clone(), snap_dir, applied, membership);
+    let sm = state_machine::StateMachine::new(core_tx.clone(), snap_dir, applied, membership);
     let raft = crate::raft::types::Raft::new(me, Arc::new(raft_cfg), network::Network { me }, log, sm)
         .await
         .map_err(|e| StartError::Ensemble(format!("cannot start Raft: {e}")))?;
@@ -455,7 +454,6 @@ async fn start_member(
     let status = Arc::new(member::MemberStatus { seed: parking_lot::Mutex::new(gate), ..Default::default() });
     member::tag_logs(me, status.clone());
     let submitter = member::Submitter::spawn(raft.clone(), shutdown.clone());
-    tokio::spawn(member::take_snapshots(raft.clone(), snaps.due.clone(), shutdown.clone()));
     let peers = tokio::spawn(member::serve_peers(
         listener,
         raft.clone(),

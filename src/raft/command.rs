@@ -119,7 +119,6 @@ impl Command {
                 M::Create(_, c) => c.path.len() + data(&c.data) + acl(&c.acl),
                 M::SetData { path, data: d, .. } => path.len() + data(d),
                 M::Delete { path, .. } | M::Check { path, .. } => path.len(),
-                #[allow(unreachable_patterns)]
                 _ => 64,
             }
         }
@@ -275,27 +274,7 @@ impl serde::Serialize for Batch {
 
 impl<'de> serde::Deserialize<'de> for Batch {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Batch, D::Error> {
-        struct V;
-        impl<'de> serde::de::Visitor<'de> for V {
-            type Value = Batch;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("an encoded batch of zkr commands")
-            }
-            fn visit_bytes<E: serde::de::Error>(self, v: &[u8]) -> Result<Batch, E> {
-                Batch::decode(v).map_err(E::custom)
-            }
-            fn visit_byte_buf<E: serde::de::Error>(self, v: Vec<u8>) -> Result<Batch, E> {
-                self.visit_bytes(&v)
-            }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Batch, A::Error> {
-                let mut v = Vec::new();
-                while let Some(b) = seq.next_element::<u8>()? {
-                    v.push(b);
-                }
-                self.visit_bytes(&v)
-            }
-        }
-        d.deserialize_byte_buf(V)
+        d.deserialize_byte_buf(OpaqueBytes(std::marker::PhantomData))
     }
 }
 
@@ -308,27 +287,47 @@ impl serde::Serialize for Command {
 
 impl<'de> serde::Deserialize<'de> for Command {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Command, D::Error> {
-        struct V;
-        impl<'de> serde::de::Visitor<'de> for V {
-            type Value = Command;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("an encoded zkr command")
-            }
-            fn visit_bytes<E: serde::de::Error>(self, v: &[u8]) -> Result<Command, E> {
-                Command::decode(v).map_err(E::custom)
-            }
-            fn visit_byte_buf<E: serde::de::Error>(self, v: Vec<u8>) -> Result<Command, E> {
-                self.visit_bytes(&v)
-            }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Command, A::Error> {
-                let mut v = Vec::new();
-                while let Some(b) = seq.next_element::<u8>()? {
-                    v.push(b);
-                }
-                self.visit_bytes(&v)
-            }
+        d.deserialize_byte_buf(OpaqueBytes(std::marker::PhantomData))
+    }
+}
+
+/// What travels as one opaque byte string in bincode: decoded by its own format.
+trait FromBytes: Sized {
+    fn from_bytes(b: &[u8]) -> Result<Self, DecodeError>;
+}
+
+impl FromBytes for Command {
+    fn from_bytes(b: &[u8]) -> Result<Self, DecodeError> {
+        Command::decode(b)
+    }
+}
+
+impl FromBytes for Batch {
+    fn from_bytes(b: &[u8]) -> Result<Self, DecodeError> {
+        Batch::decode(b)
+    }
+}
+
+/// serde's visitor for a `FromBytes` value (bytes, an owned buffer, or a sequence of u8).
+struct OpaqueBytes<T>(std::marker::PhantomData<T>);
+
+impl<'de, T: FromBytes> serde::de::Visitor<'de> for OpaqueBytes<T> {
+    type Value = T;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("encoded zkr commands")
+    }
+    fn visit_bytes<E: serde::de::Error>(self, v: &[u8]) -> Result<T, E> {
+        T::from_bytes(v).map_err(E::custom)
+    }
+    fn visit_byte_buf<E: serde::de::Error>(self, v: Vec<u8>) -> Result<T, E> {
+        self.visit_bytes(&v)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<T, A::Error> {
+        let mut v = Vec::new();
+        while let Some(b) = seq.next_element::<u8>()? {
+            v.push(b);
         }
-        d.deserialize_byte_buf(V)
+        self.visit_bytes(&v)
     }
 }
 

@@ -682,8 +682,9 @@ impl Core {
                 self.close_conn(c);
             }
         } else if was.0 == Role::Looking && role != Role::Looking {
-            // Back in a quorum (not merely a new election term while still looking): read-only connections close, so their clients look for a
-            // read-write server (ZooKeeper stops its ReadOnlyZooKeeperServer the same way).
+            // Back in a quorum (not merely a new election term while still looking): read-only
+            // connections close, so their clients look for a read-write server (ZooKeeper stops
+            // its ReadOnlyZooKeeperServer the same way).
             let conns: Vec<ConnId> = self.conns.iter().filter(|(_, c)| c.read_only).map(|(id, _)| *id).collect();
             for c in conns {
                 self.close_conn(c);

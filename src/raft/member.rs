@@ -610,10 +610,12 @@ pub async fn watch_role(
             }
         }
         if let Err(fatal) = running {
-            tracing::error!("replication stopped on a fatal error, this member no longer serves: {fatal}");
+            if shutdown.is_cancelled() || matches!(fatal, openraft::error::Fatal::Stopped) {
+                break;
+            }
             *status.role.lock() = (Role::Looking, None, term);
             to_core(&core, ReplMsg::Role { role: Role::Looking, leader: None, term }).await;
-            break;
+            replication_lost(&fatal);
         }
         let in_touch = in_touch_with_leader(
             status.leader_contact.load(Ordering::Acquire),
@@ -656,6 +658,17 @@ pub async fn watch_role(
             to_core(&core, ReplMsg::Role { role: now.0, leader: now.1, term }).await;
         }
     }
+}
+
+/// openraft's RaftCore ended on an error it cannot recover from (a storage error, a panic, or
+/// openraft 0.9's "replication channel closed" race when a purge meets a replication stream that
+/// just ended): this member would stay up and serve nobody. It stops instead, as a ZooKeeper
+/// server stops on an unrecoverable error, so a supervisor restarts it; a restart recovers from
+/// the log and snapshot on disk like any crash.
+fn replication_lost(fatal: &openraft::error::Fatal<MemberId>) -> ! {
+    tracing::error!("replication stopped on a fatal error, stopping this member for a restart: {fatal}");
+    eprintln!("zkr: replication stopped on a fatal error, stopping this member for a restart: {fatal}");
+    std::process::exit(70);
 }
 
 /// Whether a follower or observer is in touch with a leader: it heard from one (`contact_at`,

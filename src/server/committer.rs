@@ -12,6 +12,7 @@
 
 use super::core::Outbound;
 use super::stats::ServerStats;
+use super::view::Views;
 use crate::storage::wal::Wal;
 use crate::txn::Zxid;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
@@ -30,6 +31,8 @@ pub struct Delivery {
     pub tx: mpsc::Sender<Outbound>,
     pub cancel: CancellationToken,
     pub queued: super::outqueue::QueuedBytes,
+    /// The connection's order gate (`view::Gate`), held while the message is queued.
+    pub gate: super::view::Gate,
     pub msg: Outbound,
 }
 
@@ -39,7 +42,7 @@ pub struct Batch {
     /// Framed log records (`wal::frame`), possibly empty.
     pub records: Vec<u8>,
     pub first_zxid: Zxid,
-    /// The zxid of the last record in `records` (0 if none).
+    /// The tree's zxid after the turn (the last record's, when there are records).
     pub last_zxid: Zxid,
     pub out: Vec<Delivery>,
 }
@@ -54,6 +57,7 @@ pub struct CommitQueue {
     tx: SyncSender<Batch>,
     /// Batches handed over whose messages are not yet delivered.
     in_flight: Arc<AtomicUsize>,
+    views: Arc<Views>,
 }
 
 impl CommitQueue {
@@ -62,7 +66,7 @@ impl CommitQueue {
     pub fn submit(&self, batch: Batch) -> Result<(), Batch> {
         // Only this thread increments, so zero stays zero until the send below.
         if batch.records.is_empty() && self.in_flight.load(Ordering::Acquire) == 0 {
-            batch.out.into_iter().for_each(deliver);
+            deliver_all(&self.views, batch.last_zxid, batch.out);
             return Ok(());
         }
         self.in_flight.fetch_add(1, Ordering::AcqRel);
@@ -77,16 +81,26 @@ pub fn spawn(
     wal: Wal,
     durable: Durable,
     stats: Arc<ServerStats>,
+    views: Arc<Views>,
 ) -> std::io::Result<(CommitQueue, std::thread::JoinHandle<()>)> {
     let (tx, rx) = std::sync::mpsc::sync_channel(QUEUE);
     let in_flight = Arc::new(AtomicUsize::new(0));
     let counter = in_flight.clone();
-    let handle =
-        std::thread::Builder::new().name("zkr-log".into()).spawn(move || run(wal, rx, durable, counter, stats))?;
-    Ok((CommitQueue { tx, in_flight }, handle))
+    let handle = std::thread::Builder::new().name("zkr-log".into()).spawn({
+        let views = views.clone();
+        move || run(wal, rx, durable, counter, stats, views)
+    })?;
+    Ok((CommitQueue { tx, in_flight, views }, handle))
 }
 
-fn run(mut wal: Wal, rx: Receiver<Batch>, durable: Durable, in_flight: Arc<AtomicUsize>, stats: Arc<ServerStats>) {
+fn run(
+    mut wal: Wal,
+    rx: Receiver<Batch>,
+    durable: Durable,
+    in_flight: Arc<AtomicUsize>,
+    stats: Arc<ServerStats>,
+    views: Arc<Views>,
+) {
     while let Ok(first) = rx.recv() {
         let mut batches = vec![first];
         while let Ok(more) = rx.try_recv() {
@@ -108,9 +122,7 @@ fn run(mut wal: Wal, rx: Receiver<Batch>, durable: Durable, in_flight: Arc<Atomi
             durable.store(z, Ordering::Release);
         }
         for b in batches {
-            for d in b.out {
-                deliver(d);
-            }
+            deliver_all(&views, b.last_zxid, b.out);
             in_flight.fetch_sub(1, Ordering::AcqRel);
         }
     }
@@ -126,7 +138,16 @@ fn fatal(e: crate::storage::StorageError) -> ! {
     std::process::exit(70);
 }
 
-pub fn deliver(d: Delivery) {
+/// Hands one turn's messages to their connections, announced to the read views first (see
+/// `view`): a connection answering a read from a view meanwhile sees a newer zxid coming and
+/// leaves the read to the core. `zxid` is the tree's zxid after that turn.
+pub fn deliver_all(views: &Views, zxid: Zxid, out: Vec<Delivery>) {
+    views.announce(zxid);
+    out.into_iter().for_each(deliver);
+    views.delivered(zxid);
+}
+
+fn deliver(d: Delivery) {
     // Bounded per connection, in messages and in bytes: a client that stops reading costs only
     // itself. Its session stays; it may re-attach and catch up with setWatches.
     let (conn, peer) = (d.conn, d.peer);
@@ -135,7 +156,12 @@ pub fn deliver(d: Delivery) {
         d.cancel.cancel();
         return;
     }
-    match d.tx.try_send(d.msg) {
+    let sent = {
+        let mut order = d.gate.lock();
+        super::view::queued(&mut order, &d.msg);
+        d.tx.try_send(d.msg)
+    };
+    match sent {
         Ok(()) => {}
         Err(mpsc::error::TrySendError::Full(_)) => {
             tracing::warn!(conn, %peer, "outbound queue full: closing slow connection from {peer}");

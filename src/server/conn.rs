@@ -42,6 +42,8 @@ pub struct ConnCtx {
     pub ops: Arc<super::ops::Ops>,
     /// The highest zxid on disk, which a ping answered here carries.
     pub durable: super::committer::Durable,
+    /// The read view plain reads are answered from when nothing of the session is in flight.
+    pub views: Arc<super::view::Views>,
     /// When the whole handshake (TLS, if any, then the ConnectRequest) must be done, counted from
     /// the accept: ZooKeeper's nio.sessionlessCnxnTimeout is one limit per connection, not per step.
     pub handshake_deadline: tokio::time::Instant,
@@ -132,6 +134,7 @@ where
     let last_heard = Arc::new(AtomicU64::new(0));
     let pong_tx = tx.clone();
     let queued = QueuedBytes::new(ctx.cfg.max_outbound_bytes);
+    let gate = super::view::Gate::default();
     let handle = ConnHandle {
         id,
         tx,
@@ -140,6 +143,7 @@ where
         tls_ids,
         last_heard: last_heard.clone(),
         queued: queued.clone(),
+        gate: gate.clone(),
     };
     let writer = tokio::spawn(write_loop(
         rx,
@@ -215,6 +219,24 @@ where
         }
         if let CoreMsg::Request { req, .. } = &msg {
             ctx.ops.stats.request_started(cs, req.op);
+            if cs.session.load(Ordering::Acquire) != 0 {
+                // A plain read while nothing of the session is at the core: answered from the
+                // read view, without a trip through the core (see `view`).
+                let local = super::view::answer(&ctx.views, &gate, req, |reply| {
+                    last_heard.store(mono_ms(), Ordering::Release);
+                    queued.add(reply.wire_len()).map_err(|_| "outbound queue over its byte bound")?;
+                    pong_tx.try_send(reply).map_err(|_| "outbound queue full")
+                });
+                match local {
+                    Some(Ok(())) => continue,
+                    Some(Err(why)) => {
+                        tracing::warn!(conn = id, %peer, "{why}: closing slow connection from {peer}");
+                        break;
+                    }
+                    None => {}
+                }
+            }
+            super::view::to_core(&gate);
         }
         if ctx.core.send(msg).await.is_err() {
             break;

@@ -10,9 +10,10 @@ mod outbuf;
 pub(crate) mod outqueue;
 mod reads;
 pub mod stats;
+mod view;
 
 use crate::config::Config;
-use crate::server::core::{Core, CoreMsg};
+use crate::server::core::{Core, CoreMsg, Log};
 use dashmap::DashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -72,6 +73,7 @@ struct Started {
     core: std::thread::JoinHandle<()>,
     log: Option<std::thread::JoinHandle<()>>,
     durable: committer::Durable,
+    views: Arc<view::Views>,
     member: Option<Member>,
     lock: std::fs::File,
 }
@@ -136,7 +138,7 @@ impl Server {
             None => start_standalone(&cfg, &stats)?,
             Some(ens) => start_member(&cfg, ens, &stats, &shutdown).await?,
         };
-        let Started { core_tx, core, log, durable, member, lock } = st;
+        let Started { core_tx, core, log, durable, views, member, lock } = st;
 
         let tick = Duration::from_millis((cfg.tick_time_ms as u64 / 2).clamp(10, 100));
         let (ticker_tx, ticker_stop) = (core_tx.clone(), shutdown.clone());
@@ -185,6 +187,7 @@ impl Server {
             shutdown: shutdown.clone(),
             ops,
             durable,
+            views,
         });
         let mut accept = vec![tokio::spawn(accept_loop(listener, None, shared.clone()))];
         tracing::info!(%addr, "zkr accepting client connections");
@@ -277,6 +280,7 @@ struct Accepting {
     ops: Arc<ops::Ops>,
     /// The highest zxid on disk: the zxid a ping answered by its connection carries.
     durable: committer::Durable,
+    views: Arc<view::Views>,
     /// Sockets open on both client ports (the global maxCnxns limit).
     open: Arc<AtomicUsize>,
     /// Refusal lines, rate-limited across both ports.
@@ -333,6 +337,7 @@ async fn accept_loop(
             shutdown: shared.shutdown.clone(),
             ops: shared.ops.clone(),
             durable: shared.durable.clone(),
+            views: shared.views.clone(),
             handshake_deadline: tokio::time::Instant::now() + Duration::from_millis(cfg.handshake_timeout_ms),
         };
         let _ = stream.set_nodelay(true);
@@ -383,15 +388,18 @@ fn start_standalone(cfg: &Arc<Config>, stats: &Arc<stats::ServerStats>) -> Resul
     let layout = crate::storage::Layout::new(cfg);
     let wal = crate::storage::wal::Wal::open(&layout.log_dir, recovered.tail, zxid + 1, cfg.force_sync)?;
     let durable = Arc::new(std::sync::atomic::AtomicI64::new(zxid));
-    let (log_tx, log) = committer::spawn(wal, durable.clone(), stats.clone()).map_err(StartError::Thread)?;
+    let views = Arc::new(view::Views::new(zxid));
+    let (log_tx, log) =
+        committer::spawn(wal, durable.clone(), stats.clone(), views.clone()).map_err(StartError::Thread)?;
     let (core_tx, core_rx) = mpsc::channel(CORE_QUEUE);
+    let (tree, secret) = (recovered.tree, recovered.secret);
     let core =
-        Core::new(cfg.clone(), recovered.tree, recovered.secret, Some(log_tx), durable.clone(), stats.clone(), None);
+        Core::new(cfg.clone(), tree, secret, Log::Standalone(log_tx), durable.clone(), stats.clone(), views.clone());
     let core = std::thread::Builder::new()
         .name("zkr-core".into())
         .spawn(move || core.run(core_rx))
         .map_err(StartError::Thread)?;
-    Ok(Started { core_tx, core, log: Some(log), durable, member: None, lock: recovered.lock })
+    Ok(Started { core_tx, core, log: Some(log), durable, views, member: None, lock: recovered.lock })
 }
 
 /// An ensemble member: the Raft log and snapshots, openraft, the peer port, the core.
@@ -438,7 +446,16 @@ async fn start_member(
     let repl = repl.with_handshake_hold(raft_cfg_election_max);
     let (core_tx, core_rx) = mpsc::channel(CORE_QUEUE);
     let crate::raft::Recovered { tree, applied, membership, log, snap_dir, .. } = rec;
-    let core = Core::new(cfg.clone(), tree, secret, None, durable.clone(), stats.clone(), Some(repl));
+    let views = Arc::new(view::Views::new(tree.last_zxid()));
+    let core = Core::new(
+        cfg.clone(),
+        tree,
+        secret,
+        Log::Replicated(Box::new(repl)),
+        durable.clone(),
+        stats.clone(),
+        views.clone(),
+    );
     let core = std::thread::Builder::new()
         .name("zkr-core".into())
         .spawn(move || core.run(core_rx))
@@ -502,5 +519,5 @@ async fn start_member(
     tokio::spawn(member::watch_role(raft.clone(), core_tx.clone(), status.clone(), stale, shutdown.clone()));
     tracing::info!(id = me, peer = %peer_addr, members = ens.members.len(), "ensemble member started");
     let member = Member { raft, status, peer_addr, peers };
-    Ok(Started { core_tx, core, log: None, durable, member: Some(member), lock })
+    Ok(Started { core_tx, core, log: None, durable, views, member: Some(member), lock })
 }

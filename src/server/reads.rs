@@ -21,12 +21,12 @@ fn readable(tree: &DataTree, path: &str, r: &Reader, perm: i32) -> Result<crate:
 }
 
 /// exists: READ is checked only when the node exists; a missing node still gets the watch.
+/// `watch`: the watch table, when the request asks for a watch.
 pub fn exists(
     tree: &DataTree,
-    w: &mut WatchManager,
+    watch: Option<&mut WatchManager>,
     r: &Reader,
     path: &str,
-    watch: bool,
 ) -> Result<Response, ErrorCode> {
     if path.contains('\0') {
         return Err(ErrorCode::BadArguments);
@@ -36,7 +36,7 @@ pub fn exists(
             return Err(ErrorCode::NoAuth);
         }
     }
-    if watch {
+    if let Some(w) = watch {
         w.add_data(path, r.watcher);
     }
     tree.get(path).map(|n| Response::Stat(n.wire_stat())).ok_or(ErrorCode::NoNode)
@@ -44,13 +44,12 @@ pub fn exists(
 
 pub fn get_data(
     tree: &DataTree,
-    w: &mut WatchManager,
+    watch: Option<&mut WatchManager>,
     r: &Reader,
     path: &str,
-    watch: bool,
 ) -> Result<Response, ErrorCode> {
     let id = readable(tree, path, r, perms::READ)?;
-    if watch {
+    if let Some(w) = watch {
         w.add_data(path, r.watcher);
     }
     let n = tree.node(id).ok_or(ErrorCode::NoNode)?;
@@ -59,14 +58,13 @@ pub fn get_data(
 
 pub fn get_children(
     tree: &DataTree,
-    w: &mut WatchManager,
+    watch: Option<&mut WatchManager>,
     r: &Reader,
     path: &str,
-    watch: bool,
     with_stat: bool,
 ) -> Result<Response, ErrorCode> {
     let id = readable(tree, path, r, perms::READ)?;
-    if watch {
+    if let Some(w) = watch {
         w.add_child(path, r.watcher);
     }
     let n = tree.node(id).ok_or(ErrorCode::NoNode)?;
@@ -120,7 +118,7 @@ pub fn ephemerals(tree: &DataTree, session: i64, prefix: &str) -> Response {
 }
 
 /// multiRead: each op answered on its own, failures as ErrorResult.
-pub fn multi_read(tree: &DataTree, w: &mut WatchManager, r: &Reader, ops: &[MultiOp]) -> Result<Response, ErrorCode> {
+pub fn multi_read(tree: &DataTree, r: &Reader, ops: &[MultiOp]) -> Result<Response, ErrorCode> {
     let mut out = Vec::with_capacity(ops.len());
     for op in ops {
         let res = match op {
@@ -128,7 +126,7 @@ pub fn multi_read(tree: &DataTree, w: &mut WatchManager, r: &Reader, ops: &[Mult
                 Ok(children) => MultiResult::GetChildren { children },
                 Err(e) => MultiResult::Error(e.code()),
             },
-            MultiOp::GetData { path, .. } => match get_data(tree, w, r, path, false) {
+            MultiOp::GetData { path, .. } => match get_data(tree, None, r, path) {
                 Ok(Response::GetData { data, stat }) => MultiResult::GetData { data, stat },
                 Ok(_) => MultiResult::Error(ErrorCode::SystemError.code()),
                 Err(e) => MultiResult::Error(e.code()),

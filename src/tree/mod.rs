@@ -154,9 +154,14 @@ impl DataTree {
     /// quota roots, cached child lists, the digest) are left empty: the copy is for reading
     /// nodes, never for applying txns.
     pub fn snapshot_view(&self) -> DataTree {
+        self.copy_nodes(self.sessions.clone())
+    }
+
+    /// The nodes shared by chunk (see `snapshot_view`), with these sessions.
+    fn copy_nodes(&self, sessions: BTreeMap<SessionId, SessionInfo>) -> DataTree {
         DataTree {
             nodes: self.nodes.clone(),
-            sessions: self.sessions.clone(),
+            sessions,
             ephemerals: HashMap::new(),
             containers: HashSet::new(),
             ttls: HashSet::new(),
@@ -168,6 +173,19 @@ impl DataTree {
             digest: None,
             quota_roots: BTreeSet::new(),
         }
+    }
+
+    /// A copy to answer reads from off the core thread (see `server::view`): the nodes and their
+    /// names as `snapshot_view` shares them, and the cached child lists (each valid for exactly
+    /// this state, so a published view does not encode a big directory again). No sessions:
+    /// reads do not need them, and a view is taken far more often than a snapshot.
+    pub fn read_view(&self) -> DataTree {
+        let lists = self.child_lists.inner.lock();
+        let child_lists = ChildListCache {
+            inner: parking_lot::Mutex::new(ChildLists { lists: lists.lists.clone(), bytes: lists.bytes }),
+        };
+        drop(lists);
+        DataTree { child_lists, ..self.copy_nodes(BTreeMap::new()) }
     }
 
     /// A tree holding only an empty root, to be filled by `restore_node` (snapshot loading).

@@ -70,6 +70,8 @@ pub struct ConnHandle {
     pub last_heard: Arc<AtomicU64>,
     /// Bytes queued in `tx` and not yet taken by the writer: the queue is bounded in bytes too.
     pub queued: super::outqueue::QueuedBytes,
+    /// Held while a message is queued in `tx` (see `view`).
+    pub gate: super::view::Gate,
 }
 
 /// Messages into the core.
@@ -180,6 +182,16 @@ pub struct Core {
     snapshot_running: Arc<AtomicBool>,
     durable: super::committer::Durable,
     stats: Arc<super::stats::ServerStats>,
+    /// The read view connections answer plain reads from (see `view`).
+    views: super::view::Publisher,
+}
+
+/// Where the core's txns go.
+pub enum Log {
+    /// Standalone: its own transaction log, through the committer.
+    Standalone(CommitQueue),
+    /// An ensemble member: proposals to the Raft log, applied when committed.
+    Replicated(Box<replicated::Replicated>),
 }
 
 /// Messages handled per turn before the turn's output is committed.
@@ -195,11 +207,15 @@ impl Core {
         cfg: Arc<Config>,
         tree: DataTree,
         secret: [u8; 32],
-        committer: Option<CommitQueue>,
+        log: Log,
         durable: super::committer::Durable,
         stats: Arc<super::stats::ServerStats>,
-        repl: Option<replicated::Replicated>,
+        views: Arc<super::view::Views>,
     ) -> Core {
+        let (committer, repl) = match log {
+            Log::Standalone(c) => (Some(c), None),
+            Log::Replicated(r) => (None, Some(r)),
+        };
         let mut tree = tree;
         if repl.is_some() {
             // Members compare digests: keep it from the start (one walk now, O(1) per txn after).
@@ -232,11 +248,12 @@ impl Core {
             first_zxid: 0,
             out: Vec::new(),
             committer,
-            repl: repl.map(Box::new),
+            repl,
             since_snapshot: 0,
             snapshot_running: Arc::new(AtomicBool::new(false)),
             durable,
             stats,
+            views: super::view::Publisher::new(views),
         }
     }
 
@@ -268,23 +285,25 @@ impl Core {
     }
 
     fn end_turn(&mut self) {
-        if self.records.is_empty() && self.out.is_empty() {
-            return;
-        }
-        let batch = Batch {
-            records: std::mem::take(&mut self.records),
-            first_zxid: self.first_zxid,
-            last_zxid: self.tree.last_zxid(),
-            out: std::mem::take(&mut self.out),
-        };
+        let serving = self.repl.as_deref().is_none_or(|r| r.serving());
+        self.views.end_turn(&self.tree, serving);
+        let zxid = self.tree.last_zxid();
         match &self.committer {
+            _ if self.records.is_empty() && self.out.is_empty() && self.committer.is_some() => {}
             Some(c) => {
+                let batch = Batch {
+                    records: std::mem::take(&mut self.records),
+                    first_zxid: self.first_zxid,
+                    last_zxid: zxid,
+                    out: std::mem::take(&mut self.out),
+                };
                 if c.submit(batch).is_err() {
                     tracing::error!("the log writer has stopped");
                 }
             }
-            // Ensemble: what this turn applied is committed (on a quorum's disks) already.
-            None => batch.out.into_iter().for_each(super::committer::deliver),
+            // Ensemble: what this turn applied is committed (on a quorum's disks) already. Even
+            // a turn with nothing to send applied entries the read view must count as delivered.
+            None => super::committer::deliver_all(self.views.views(), zxid, std::mem::take(&mut self.out)),
         }
     }
 
@@ -427,6 +446,7 @@ impl Core {
 
     /// Applies one txn to the tree and sends the watch events it fires.
     fn apply_txn(&mut self, txn: &Txn) -> OpOutcome {
+        self.views.withdraw();
         self.changes.clear();
         let outcome = self.tree.apply(txn, &mut self.changes);
         self.fired.clear();
@@ -453,6 +473,7 @@ impl Core {
             tx: c.handle.tx.clone(),
             cancel: c.handle.cancel.clone(),
             queued: c.handle.queued.clone(),
+            gate: c.handle.gate.clone(),
             msg,
         });
     }
@@ -562,7 +583,7 @@ impl Core {
             RequestBody::Multi(ops) if op != OpCode::Multi => {
                 let ids = ids_of(&self.sessions, sid);
                 let r = Reader { ids, watcher: conn };
-                let res = reads::multi_read(&self.tree, &mut self.watches, &r, &ops);
+                let res = reads::multi_read(&self.tree, &r, &ops);
                 self.reply(conn, xid, res);
             }
             body @ (RequestBody::Create(_)
@@ -574,12 +595,12 @@ impl Core {
             RequestBody::PathWatch { path, watch } => {
                 let ids = ids_of(&self.sessions, sid);
                 let r = Reader { ids, watcher: conn };
-                let (t, w) = (&self.tree, &mut self.watches);
+                let (t, w) = (&self.tree, watch.then_some(&mut self.watches));
                 let res = match op {
-                    OpCode::Exists => reads::exists(t, w, &r, &path, watch),
-                    OpCode::GetData => reads::get_data(t, w, &r, &path, watch),
-                    OpCode::GetChildren => reads::get_children(t, w, &r, &path, watch, false),
-                    _ => reads::get_children(t, w, &r, &path, watch, true),
+                    OpCode::Exists => reads::exists(t, w, &r, &path),
+                    OpCode::GetData => reads::get_data(t, w, &r, &path),
+                    OpCode::GetChildren => reads::get_children(t, w, &r, &path, false),
+                    _ => reads::get_children(t, w, &r, &path, true),
                 };
                 self.reply(conn, xid, res);
             }

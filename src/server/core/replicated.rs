@@ -712,6 +712,7 @@ impl Core {
             self.close_conn(c);
         }
         self.fail_all();
+        self.views.withdraw();
         self.tree = *tree;
         self.tree.digest();
         self.sessions = self

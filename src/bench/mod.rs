@@ -7,6 +7,7 @@
 pub mod churn;
 pub mod client;
 pub mod fill;
+pub mod floor;
 pub mod pacer;
 pub mod rw;
 pub mod scan;
@@ -63,6 +64,9 @@ pub enum Workload {
     Sessions(sessions::SessionsArgs),
     /// Create COUNT persistent nodes with Dubbo-like names under /bench/svc/providers.
     Fill(fill::FillArgs),
+    /// Not a workload: a server that only replays pre-encoded replies, the loopback floor
+    /// another workload's server CPU per op is compared with (see `floor`).
+    FloorServe(floor::FloorArgs),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -154,6 +158,7 @@ pub async fn run(args: BenchArgs) -> Result<(), BenchError> {
         Workload::Churn(a) => churn::run(a).await,
         Workload::Sessions(a) => sessions::run(a).await,
         Workload::Fill(a) => fill::run(a).await,
+        Workload::FloorServe(a) => floor::run(a).await,
     }
 }
 

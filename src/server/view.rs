@@ -109,19 +109,12 @@ impl Views {
 
     /// Core: stop serving the current view (before the tree changes under it).
     pub fn withdraw(&self) {
-        let mut cur = self.current.write();
-        if cur.is_some() {
-            *cur = None;
-        }
+        *self.current.write() = None;
     }
 
     /// Core: whether a reader asked for a view since the last call.
     pub fn take_wanted(&self) -> bool {
         self.wanted.load(Ordering::Relaxed) && self.wanted.swap(false, Ordering::Relaxed)
-    }
-
-    pub fn has_view_at(&self, zxid: Zxid) -> bool {
-        self.current.read().as_ref().is_some_and(|v| v.zxid == zxid)
     }
 
     pub fn publish(&self, view: ReadView) {
@@ -132,14 +125,14 @@ impl Views {
 /// The core's side: when to publish, bounded by what publishing costs.
 pub struct Publisher {
     views: Arc<Views>,
-    /// Whether a view may be out (withdrawn before every txn only then, to save the lock).
-    live: bool,
+    /// The zxid of the view out, if one is (withdrawn before a txn only then, to save the lock).
+    published: Option<Zxid>,
     next_at: std::time::Instant,
 }
 
 impl Publisher {
     pub fn new(views: Arc<Views>) -> Publisher {
-        Publisher { views, live: false, next_at: std::time::Instant::now() }
+        Publisher { views, published: None, next_at: std::time::Instant::now() }
     }
 
     pub fn views(&self) -> &Arc<Views> {
@@ -148,9 +141,8 @@ impl Publisher {
 
     /// Before the tree changes.
     pub fn withdraw(&mut self) {
-        if self.live {
+        if self.published.take().is_some() {
             self.views.withdraw();
-            self.live = false;
         }
     }
 
@@ -166,12 +158,12 @@ impl Publisher {
             return;
         }
         let zxid = tree.last_zxid();
-        if self.live && self.views.has_view_at(zxid) {
+        if self.published == Some(zxid) {
             return;
         }
         let tree = tree.read_view();
         self.views.publish(ReadView { tree, zxid });
-        self.live = true;
+        self.published = Some(zxid);
         let cost = now.elapsed();
         self.next_at = now + (cost * PUBLISH_COST_FACTOR).max(PUBLISH_MIN_INTERVAL);
     }

@@ -289,7 +289,7 @@ impl Core {
         self.views.end_turn(&self.tree, serving);
         let zxid = self.tree.last_zxid();
         match &self.committer {
-            _ if self.records.is_empty() && self.out.is_empty() && self.committer.is_some() => {}
+            Some(_) if self.records.is_empty() && self.out.is_empty() => {}
             Some(c) => {
                 let batch = Batch {
                     records: std::mem::take(&mut self.records),

@@ -73,7 +73,7 @@ for label, bench, key, unit, target in [
     ("churn: provider joins, all re-listed p99", "churn", "join_p99_us", "ms_from_us", None),
 ]:
     rows.append((label, get(bench, "zk", key), get(bench, "zkr", key), unit, target))
-for bench in ("write", "read"):
+for bench in ("write", "read", "churn"):
     rows.append((f"{bench}: members' CPU per op", cpu_us_per_op(bench, "zk"), cpu_us_per_op(bench, "zkr"), "us", None))
 for key, label in (("writes_back_ms", "writes succeed again"), ("sessions_back_ms", "every session connected again")):
     for p in (50, 99):

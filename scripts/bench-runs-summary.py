@@ -9,6 +9,7 @@ ROWS = [
     ("read: server CPU per op (µs)", "read", "server_cpu_us_per_op"),
     ("write: server CPU per op (µs)", "write", "server_cpu_us_per_op"),
     ("mixed: server CPU per op (µs)", "mixed", "server_cpu_us_per_op"),
+    ("churn: server CPU per re-list (µs)", "churn", "server_cpu_us_per_op"),
     ("read throughput (ops/s)", "read", "ops_per_s"),
     ("write throughput (ops/s)", "write", "ops_per_s"),
     ("mixed throughput (ops/s)", "mixed", "ops_per_s"),

@@ -10,7 +10,9 @@
 #
 # Environment: BENCH_PORT_BASE (default 21100; uses base+1 for ZooKeeper, base+2 for zkr),
 # BENCH_OUT (raw results file, default target/bench/side-by-side-<UTC time>.txt), KEEP=1 keeps
-# the scratch directory.
+# the scratch directory, BENCH_ONLY="read churn" runs a subset of
+# read write mixed read_half churn sessions fill (fill includes memory and restart;
+# read_half needs read).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -108,8 +110,11 @@ field() { sed -n "s/.*srv=$1 bench=$2 .*\\b$3=\\([^ ]*\\).*/\\1/p" "$OUT" | tail
 cat "$OUT" >&2
 
 RW="--secs $SECS --warmup-secs $WARM"
+ONLY=" ${BENCH_ONLY:-read write mixed read_half churn sessions fill} "
+wanted() { [[ "$ONLY" == *" $1 "* ]]; }
 k=0
 for w in read write mixed; do
+  wanted "$w" || continue
   for s in $(order $k); do
     log "$w on $s"; start "$s"; bench "$s" "$w" $RW; stop
   done
@@ -119,6 +124,7 @@ done
 # Latency at half of zkr's maximum read throughput, the same rate for both.
 RATE=$(awk -v r="$(field zkr read ops_per_s)" 'BEGIN{printf "%d", r/2}')
 for s in $(order $k); do
+  wanted read_half && wanted read || break
   log "read at $RATE/s on $s"; start "$s"
   line=$(timeout 1200 "$ZKR" bench read --server "127.0.0.1:$(port_of "$s")" --server-pid "$PID" $RW --rate "$RATE" | grep '^bench=')
   record "$s" "${line/bench=read/bench=read_half}"
@@ -127,11 +133,13 @@ done
 k=$((k + 1))
 
 for s in $(order $k); do
+  wanted churn || break
   log "churn on $s"; start "$s"; bench "$s" churn $CHURN; stop
 done
 k=$((k + 1))
 
 for s in $(order $k); do
+  wanted sessions || break
   log "$SESSIONS sessions on $s"; start "$s"
   bench "$s" sessions --count "$SESSIONS" --secs "$SESS_SECS" --ping-ms "$PING_MS"
   stop
@@ -177,6 +185,7 @@ heap_kb() { # ZooKeeper's live heap after a full GC, kB
 }
 ms() { date +%s%3N; }
 for s in $(order $k); do
+  wanted fill || break
   log "fill $FILL on $s"; start "$s"
   [ "$s" = zk ] && hb=$(heap_kb)
   rss0=$(awk '/VmRSS/{print $2}' "/proc/$PID/status")

@@ -11,7 +11,9 @@
 //! re-listed every one of the I directories and seen the change. For an expiry the server decides
 //! when the change happens, so the time is taken from the first notification any consumer gets
 //! (`expiry_*`), and the detection delay after the drop is reported apart (`expiry_detect_*`).
-//! Changes are made one at a time.
+//! Changes are made one at a time. With `--server-pid`, the server's CPU time over the graceful
+//! rounds divided by the re-lists made in them is `server_cpu_us_per_op` (the changes' own writes
+//! and every session's pings are in it too; they are a small share).
 
 use super::client::{self, Conn, Template};
 use super::stats::{Latencies, Summary};
@@ -19,6 +21,7 @@ use super::{provider_name, BenchError, Target};
 use crate::proto::{EventType, OpCode};
 use bytes::{Bytes, BytesMut};
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::{oneshot, Notify};
@@ -75,6 +78,9 @@ struct Pending {
 #[derive(Default)]
 struct Tracker {
     pending: Mutex<Vec<Pending>>,
+    /// Every consumer's re-lists so far (the server's CPU is divided by those made while it
+    /// was sampled).
+    relists: AtomicU64,
 }
 
 impl Tracker {
@@ -87,6 +93,7 @@ impl Tracker {
     }
 
     fn listed(&self, consumer: usize, iface: usize, ifaces: usize, children: &[&[u8]]) {
+        self.relists.fetch_add(1, Ordering::Relaxed);
         let Ok(mut p) = self.pending.lock() else { return };
         for x in p.iter_mut() {
             let slot = consumer * ifaces + iface;
@@ -361,6 +368,9 @@ pub async fn run(a: ChurnArgs) -> Result<(), BenchError> {
     // A provider whose session the server expired on its own (its pings came too late, e.g. a
     // loader starved of CPU) is counted, not waited for.
     let mut lost = 0u64;
+    // The server's CPU over the graceful rounds, per re-list: each change is I writes (or one
+    // closeSession) and C x I re-lists, so the re-lists dominate; pings run throughout.
+    let (cpu_before, relists_before) = (a.target.sample(), tracker.relists.load(Ordering::Relaxed));
     for round in 0..a.rounds {
         let Some(p) = next_alive(&mut live, &mut lost) else { break };
         let Live { id, leave: tx, task } = p;
@@ -388,6 +398,8 @@ pub async fn run(a: ChurnArgs) -> Result<(), BenchError> {
         }
         live.extend(started);
     }
+    let cpu_after = a.target.sample();
+    let measured_relists = tracker.relists.load(Ordering::Relaxed) - relists_before;
     let expiry_limit = limit + Duration::from_millis(a.provider_timeout_ms as u64 * 3);
     for _ in 0..a.expiries {
         let Some(p) = next_alive(&mut live, &mut lost) else { break };
@@ -434,7 +446,9 @@ pub async fn run(a: ChurnArgs) -> Result<(), BenchError> {
         .lat("expiry_detect", &mut detect)
         .kv("relists", relists)
         .kv("providers_lost", lost)
-        .kv("errors", errors + lost);
+        .kv("errors", errors + lost)
+        .kv("measured_relists", measured_relists)
+        .server_per_op(cpu_before, cpu_after, measured_relists);
     s.print();
     Ok(())
 }

@@ -1,0 +1,236 @@
+//! Applying committed entries: txns to the tree in log order, membership changes to
+//! `/zookeeper/config` and the config files, sync points released; and `reconfig` proposals.
+
+use super::*;
+
+impl Core {
+    /// Applies committed entries in log order.
+    pub(in crate::server::core) fn apply_committed(&mut self, entries: Vec<Committed>) {
+        for e in entries {
+            match e.payload {
+                CommittedPayload::Commands(cmds) => {
+                    for cmd in cmds {
+                        let zxid = next_zxid(self.tree.last_zxid(), &e.log_id);
+                        self.apply_command(zxid, cmd);
+                        self.advance_zxid(zxid);
+                    }
+                }
+                CommittedPayload::Membership(m) => {
+                    let zxid = next_zxid(self.tree.last_zxid(), &e.log_id);
+                    self.apply_membership(zxid, &m);
+                    self.advance_zxid(zxid);
+                    if let Some(r) = self.repl() {
+                        r.membership = m;
+                    }
+                }
+                CommittedPayload::Blank => self.advance_zxid(epoch_start(&e.log_id)),
+            }
+            if let Some(r) = self.repl() {
+                r.applied = Some(e.log_id);
+            }
+        }
+        self.durable.store(self.tree.last_zxid(), Ordering::Release);
+        self.release_syncs();
+    }
+
+    /// Every applied txn moves the tree's zxid to its own, failed ones too (as ZooKeeper's
+    /// error txns do), so the next one numbers after it.
+    pub(super) fn advance_zxid(&mut self, zxid: Zxid) {
+        if zxid > self.tree.last_zxid() {
+            self.tree.set_last_zxid(zxid);
+        }
+    }
+
+    /// The version of the ensemble's configuration: its log position as a zxid (term, index),
+    /// so 0 for the configuration an ensemble starts with, as ZooKeeper's static config has
+    /// version 0, and increasing with every reconfig (ZooKeeper's is the reconfig's zxid;
+    /// clients only compare it and send it back as `fromConfig`).
+    pub(super) fn config_version(m: &Membership) -> Zxid {
+        m.log_id().map_or(0, |l| zxid_of(&l))
+    }
+
+    /// `/zookeeper/config` follows the membership (QuorumPeer writes it on every change).
+    pub(super) fn apply_membership(&mut self, zxid: Zxid, m: &Membership) {
+        let text = config_text(m, Self::config_version(m));
+        let version = self.tree.get("/zookeeper/config").map_or(0, |n| n.stat.version + 1);
+        let op = TxnOp::SetData { path: "/zookeeper/config".into(), data: Some(text.into()), version };
+        // Membership entries carry no time: mtime 0 keeps every member's tree the same.
+        self.apply_txn(&Txn { zxid, time: 0, session: 0, op });
+        self.write_config_files(Self::config_version(m), m);
+    }
+
+    /// With `reconfigEnabled=true`, zoo.cfg and its dynamic file follow the membership, as
+    /// ZooKeeper's processReconfig writes them (see `raft::config_file`). A failure is logged,
+    /// not fatal, as in ZooKeeper.
+    pub(super) fn write_config_files(&self, zxid: Zxid, m: &Membership) {
+        let Some(ens) = self.cfg.ensemble.as_ref().filter(|e| e.reconfig_enabled) else { return };
+        let Some(file) = ens.config_file.as_deref() else { return };
+        // openraft changes membership through a joint configuration, which ZooKeeper has no
+        // file for: only the configuration it settles on is written.
+        if m.membership().get_joint_config().len() > 1 {
+            return;
+        }
+        let members = members_of(m);
+        match crate::raft::config_file::rewrite(file, zxid, members.iter().map(|(id, s)| (*id, s)), ens.my_id) {
+            Ok(Some(dynamic)) => {
+                tracing::info!(config = %file.display(), dynamic = %dynamic.display(), "configuration files rewritten for the new membership")
+            }
+            Ok(None) => {}
+            Err(e) => tracing::error!(config = %file.display(), "cannot rewrite the configuration files: {e}"),
+        }
+    }
+
+    pub(super) fn apply_command(&mut self, zxid: Zxid, cmd: Command) {
+        let me = self.repl.as_ref().map_or(0, |r| r.me);
+        let waiting = match (cmd.origin.member == me, cmd.origin.seq) {
+            (true, seq) if seq != 0 => self.repl().and_then(|r| r.waiting.remove(&seq)),
+            _ => None,
+        };
+        let sid = cmd.session;
+        let txn = |op| Txn { zxid, time: cmd.time, session: sid, op };
+        match cmd.op {
+            CommandOp::CreateSession { timeout_ms, password } => {
+                self.apply_txn(&txn(TxnOp::CreateSession { timeout_ms, password: Some(password) }));
+                self.sessions.entry(sid).or_insert(Session { timeout_ms, conn: None, ids: Vec::new() });
+                if self.repl.as_ref().is_some_and(|r| r.role == Role::Leader) {
+                    self.expiry.touch(sid, self.now_ms(), timeout_ms as u64);
+                }
+                if let Some(Waiting::Session { conn, timeout, ids }) = waiting {
+                    if self.conns.contains_key(&conn) {
+                        if let Some(s) = self.sessions.get_mut(&sid) {
+                            s.conn = Some(conn);
+                            s.ids = ids;
+                        }
+                        tracing::debug!(session = format!("0x{sid:x}"), timeout, "session created");
+                        self.attached(conn, sid, timeout);
+                        self.finish(conn);
+                    }
+                }
+            }
+            CommandOp::CloseSession => {
+                let had = self.sessions.remove(&sid);
+                self.expiry.remove(sid);
+                if let Some(r) = self.repl() {
+                    r.closing.remove(&sid);
+                }
+                self.apply_txn(&txn(TxnOp::CloseSession));
+                match waiting {
+                    Some(Waiting::Close { conn, xid }) => {
+                        self.send(conn, Outbound::Reply(ReplyHeader { xid, zxid, err: 0 }, Response::Empty));
+                        self.close_conn(conn);
+                    }
+                    _ => {
+                        // Expired by the leader, or closed through another member.
+                        if let Some(c) = had.and_then(|s| s.conn) {
+                            tracing::info!(session = format!("0x{sid:x}"), "session expired");
+                            self.abort_conn(c);
+                        }
+                    }
+                }
+            }
+            CommandOp::Request { ids, ttl_enabled, enforce_quota, op, body } => {
+                let prepared = if self.tree.sessions().contains_key(&sid) {
+                    let ctx = prep::PrepCtx { session: sid, ids: &ids, ttl_enabled, enforce_quota };
+                    prep::prepare_request(&self.tree, &ctx, op, &body)
+                } else {
+                    // PrepRequestProcessor.checkSession: the session expired before its write.
+                    TxnOp::Error(ErrorCode::SessionExpired)
+                };
+                let outcome = self.apply_txn(&txn(prepared));
+                if let Some(Waiting::Write { conn, xid }) = waiting {
+                    self.reply(conn, xid, crate::server::core::writes::write_response(op, &body, outcome));
+                    self.finish(conn);
+                }
+            }
+            CommandOp::Reap { path } => {
+                let op = prep::prepare_reap(&self.tree, &path).unwrap_or(TxnOp::Error(ErrorCode::NoNode));
+                self.apply_txn(&txn(op));
+                if let Some(r) = self.repl() {
+                    r.reaping.remove(&path);
+                }
+            }
+        }
+    }
+
+    /// Answers the syncs whose point this member has applied.
+    pub(super) fn release_syncs(&mut self) {
+        let Some(r) = self.repl.as_deref_mut() else { return };
+        let applied = r.applied_index();
+        let mut ready = Vec::new();
+        r.syncs.retain(|(index, seq)| {
+            if *index <= applied {
+                ready.push(*seq);
+                false
+            } else {
+                true
+            }
+        });
+        for seq in ready {
+            self.answer_sync(seq);
+        }
+    }
+
+    /// Answers a sync, or a reconfig, whose point this member has applied.
+    pub(super) fn answer_sync(&mut self, seq: u64) {
+        match self.repl().and_then(|r| r.waiting.remove(&seq)) {
+            Some(Waiting::Sync { conn, xid, path }) => {
+                self.reply(conn, xid, Ok(Response::Path(path)));
+                self.finish(conn);
+            }
+            Some(Waiting::Reconfig { conn, xid }) => {
+                // ReconfigRequest's answer: the new configuration's data and Stat.
+                let res = match self.tree.get("/zookeeper/config") {
+                    Some(n) => Ok(Response::GetData { data: n.data.clone(), stat: n.wire_stat() }),
+                    None => Err(ErrorCode::SystemError),
+                };
+                self.reply(conn, xid, res);
+                self.finish(conn);
+            }
+            _ => {}
+        }
+    }
+
+    /// `reconfig` on an ensemble with reconfigEnabled: checked here in PrepRequestProcessor's order
+    /// (syntax, the `fromConfig` version, then WRITE on /zookeeper/config, which only super
+    /// has; kazoo's TestReconfig pins that order), carried out by the leader.
+    pub(in crate::server::core) fn propose_reconfig(
+        &mut self,
+        conn: ConnId,
+        sid: SessionId,
+        xid: i32,
+        body: &RequestBody,
+    ) {
+        let RequestBody::Reconfig { joining, leaving, new_members, cur_config_id } = body else { return };
+        let Some(r) = self.repl.as_deref() else { return };
+        let current = r.membership.clone();
+        let planned =
+            crate::raft::reconfig::plan(joining.as_deref(), leaving.as_deref(), new_members.as_deref(), &current);
+        let plan = match planned {
+            Ok(p) => p,
+            Err(e) => return self.reply(conn, xid, Err(e)),
+        };
+        let version = Self::config_version(&current);
+        if *cur_config_id != -1 && *cur_config_id != version {
+            return self.reply(conn, xid, Err(ErrorCode::BadVersion));
+        }
+        let allowed = self
+            .tree
+            .get("/zookeeper/config")
+            .is_some_and(|n| acl::allows(&n.acl, crate::proto::perms::WRITE, ids_of(&self.sessions, sid)));
+        if !allowed {
+            return self.reply(conn, xid, Err(ErrorCode::NoAuth));
+        }
+        let Some(r) = self.repl.as_deref_mut() else { return };
+        r.next_seq += 1;
+        let seq = r.next_seq;
+        r.waiting.insert(seq, Waiting::Reconfig { conn, xid });
+        tracing::info!(?plan, "reconfig");
+        let sent = r.out.send(Proposal::Reconfig { seq, plan }).is_ok();
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.in_flight += 1;
+        }
+        if !sent {
+            self.fail(seq);
+        }
+    }
+}

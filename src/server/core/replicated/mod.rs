@@ -1,0 +1,396 @@
+//! The core as an ensemble member: writes are proposed to the Raft log and answered when this
+//! member applies them; reads are answered from the local tree, in order behind the
+//! connection's own proposals; sessions are global.
+//!
+//! Owns what is runtime-only in an ensemble: the proposals waiting for their entry, the
+//! member's role, the sessions touched here that the leader must hear of, and the sync points.
+//! It never talks to the network itself: proposals leave through `Proposal`, and what the Raft
+//! side learns comes back as `ReplMsg` (ZooKeeper's split between the request processors and
+//! the Learner/Leader threads).
+//!
+//! The rules it keeps (ZooKeeper's, `FollowerRequestProcessor` / `CommitProcessor`):
+//! - a connection's requests are answered in order: anything after a proposal waits for it;
+//! - a proposal whose fate is unknown (its leader changed, its forward stream broke) closes its
+//!   connection, so the client sees ConnectionLoss and re-attaches, exactly as when a ZooKeeper
+//!   follower loses its leader;
+//! - only the leader expires sessions and reaps containers, through the log; a new leader gives
+//!   every session a full timeout;
+//! - a member with no leader serves nobody.
+//!
+//! This file holds the proposing side; `apply` applies what the log committed, `role` handles
+//! what the Raft side reports (role changes, installed snapshots) and the ensemble's tick.
+
+mod apply;
+mod role;
+
+use super::*;
+use crate::raft::command::{Command, CommandOp, Origin};
+use crate::raft::members::ServerSpec;
+use crate::raft::types::{epoch_start, next_zxid, zxid_of, LogId, Membership};
+use std::collections::HashSet;
+
+/// A committed log entry, as the core applies it.
+#[derive(Debug)]
+pub struct Committed {
+    pub log_id: LogId,
+    pub payload: CommittedPayload,
+}
+
+#[derive(Debug)]
+pub enum CommittedPayload {
+    /// A batch of commands, each its own txn with its own zxid, in order.
+    Commands(Vec<Command>),
+    Membership(Membership),
+    /// A new leader's first entry.
+    Blank,
+}
+
+/// This member's part in the ensemble (what `srvr` calls the mode).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub enum Role {
+    /// No leader known: electing, or cut off from the quorum.
+    #[default]
+    Looking,
+    Leader,
+    Follower,
+    Observer,
+}
+
+impl Role {
+    /// ZooKeeper's name for the mode.
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Looking => "looking",
+            Role::Leader => "leader",
+            Role::Follower => "follower",
+            Role::Observer => "observer",
+        }
+    }
+}
+
+/// What leaves the core for the Raft side.
+#[derive(Debug)]
+pub enum Proposal {
+    Command(Command),
+    /// `sync`: learn the leader's commit point (answered with `ReplMsg::ReadIndex`).
+    ReadIndex {
+        seq: u64,
+    },
+    /// Sessions heard from on this member since the last report (for the leader's expiry).
+    Touch(Vec<SessionId>),
+    /// A checked reconfig for the leader to carry out (answered with `ReplMsg::ReconfigDone`).
+    Reconfig {
+        seq: u64,
+        plan: crate::raft::reconfig::Plan,
+    },
+}
+
+/// A consistent view of the applied state, for openraft's snapshot builder.
+pub struct SnapshotView {
+    pub tree: DataTree,
+    pub log_id: Option<LogId>,
+    pub membership: Membership,
+}
+
+/// What the Raft side tells the core.
+pub enum ReplMsg {
+    Role {
+        role: Role,
+        leader: Option<u64>,
+        term: u64,
+    },
+    /// A proposal was refused or its fate is unknown.
+    ProposalFailed {
+        seq: u64,
+    },
+    /// Every proposal sent to the leader may be lost (the forward stream broke).
+    ForwardLost,
+    /// The leader's commit point for a `sync`, or `None` if it could not be had.
+    ReadIndex {
+        seq: u64,
+        index: Option<u64>,
+    },
+    /// Leader: sessions another member heard from.
+    Touch(Vec<SessionId>),
+    /// A reconfig's outcome: the log index of its last membership entry, an error for the
+    /// client, or `Err(None)` when its fate is unknown.
+    ReconfigDone {
+        seq: u64,
+        result: Result<u64, Option<ErrorCode>>,
+    },
+    SnapshotView(tokio::sync::oneshot::Sender<SnapshotView>),
+    /// A snapshot from the leader replaces the whole state.
+    Install {
+        tree: Box<DataTree>,
+        log_id: Option<LogId>,
+        membership: Membership,
+        done: tokio::sync::oneshot::Sender<()>,
+    },
+}
+
+impl std::fmt::Debug for ReplMsg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReplMsg::Role { role, leader, term } => write!(f, "Role({role:?}, {leader:?}, {term})"),
+            ReplMsg::ProposalFailed { seq } => write!(f, "ProposalFailed({seq})"),
+            ReplMsg::ForwardLost => f.write_str("ForwardLost"),
+            ReplMsg::ReadIndex { seq, index } => write!(f, "ReadIndex({seq}, {index:?})"),
+            ReplMsg::Touch(v) => write!(f, "Touch({})", v.len()),
+            ReplMsg::ReconfigDone { seq, result } => write!(f, "ReconfigDone({seq}, {result:?})"),
+            ReplMsg::SnapshotView(_) => f.write_str("SnapshotView"),
+            ReplMsg::Install { log_id, .. } => write!(f, "Install({log_id:?})"),
+        }
+    }
+}
+
+/// A proposal of this member waiting for its entry to be applied here.
+#[derive(Debug)]
+enum Waiting {
+    Session { conn: ConnId, timeout: i32, ids: Vec<Id> },
+    Write { conn: ConnId, xid: i32 },
+    Close { conn: ConnId, xid: i32 },
+    Sync { conn: ConnId, xid: i32, path: String },
+    Reconfig { conn: ConnId, xid: i32 },
+}
+
+impl Waiting {
+    fn conn(&self) -> ConnId {
+        match self {
+            Waiting::Session { conn, .. }
+            | Waiting::Write { conn, .. }
+            | Waiting::Close { conn, .. }
+            | Waiting::Sync { conn, .. }
+            | Waiting::Reconfig { conn, .. } => *conn,
+        }
+    }
+}
+
+/// The core's ensemble state.
+pub struct Replicated {
+    me: u64,
+    out: mpsc::UnboundedSender<Proposal>,
+    next_seq: u64,
+    waiting: HashMap<u64, Waiting>,
+    role: Role,
+    leader: Option<u64>,
+    term: u64,
+    /// Sessions that sent a request here since the last report to the leader.
+    touched: HashSet<SessionId>,
+    next_report_ms: u64,
+    applied: Option<LogId>,
+    membership: Membership,
+    /// Syncs waiting for this member to apply up to an index: (index, seq).
+    syncs: Vec<(u64, u64)>,
+    /// Leader: sessions whose expiry is proposed, paths whose reaping is.
+    closing: HashSet<SessionId>,
+    reaping: HashSet<String>,
+    /// Read-only mode is on (`readonlymode.enabled`).
+    read_only_enabled: bool,
+    /// Sessions created while read-only: local to this member, gone when it rejoins a quorum.
+    ro_sessions: HashSet<SessionId>,
+    /// Handshakes that came while there was no leader, with when they came: answered once
+    /// there is one, refused after `hold_ms`.
+    pub(super) held: Vec<(ConnId, crate::proto::ConnectRequest, u64)>,
+    pub(super) hold_ms: u64,
+}
+
+impl Replicated {
+    /// `first_seq`: where this run's proposal numbers start, above every earlier run's
+    /// (`crate::raft::first_seq`), so an entry of an earlier run never answers a client of this one.
+    pub fn new(
+        me: u64,
+        out: mpsc::UnboundedSender<Proposal>,
+        first_seq: u64,
+        applied: Option<LogId>,
+        membership: Membership,
+    ) -> Replicated {
+        Replicated {
+            me,
+            out,
+            next_seq: first_seq,
+            waiting: HashMap::new(),
+            role: Role::Looking,
+            leader: None,
+            term: 0,
+            touched: HashSet::new(),
+            next_report_ms: 0,
+            applied,
+            membership,
+            syncs: Vec::new(),
+            closing: HashSet::new(),
+            reaping: HashSet::new(),
+            read_only_enabled: false,
+            ro_sessions: HashSet::new(),
+            held: Vec::new(),
+            hold_ms: 0,
+        }
+    }
+
+    /// Turns read-only mode on (ZooKeeper's `readonlymode.enabled`).
+    pub fn with_read_only(mut self, enabled: bool) -> Replicated {
+        self.read_only_enabled = enabled;
+        self
+    }
+
+    /// How long a handshake that comes while there is no leader waits for one before it is
+    /// refused (0: refused at once).
+    pub fn with_handshake_hold(mut self, ms: u64) -> Replicated {
+        self.hold_ms = ms;
+        self
+    }
+
+    pub fn read_only_enabled(&self) -> bool {
+        self.read_only_enabled
+    }
+
+    /// A member serves clients only while it has a leader.
+    pub fn serving(&self) -> bool {
+        self.role != Role::Looking
+    }
+
+    pub fn touched(&mut self, sid: SessionId) {
+        if self.role != Role::Leader {
+            self.touched.insert(sid);
+        }
+    }
+
+    fn applied_index(&self) -> u64 {
+        self.applied.map_or(0, |l| l.index)
+    }
+}
+
+/// True for a request that becomes a proposal (the ones later reads must wait for).
+fn is_proposal(req: &Request) -> bool {
+    matches!(
+        req.body,
+        RequestBody::Create(_)
+            | RequestBody::Delete { .. }
+            | RequestBody::SetData { .. }
+            | RequestBody::SetAcl { .. }
+            | RequestBody::Reconfig { .. }
+    ) || req.op == OpCode::Multi
+        || req.op == OpCode::CloseSession
+        || req.op == OpCode::Sync
+}
+
+impl Core {
+    fn repl(&mut self) -> Option<&mut Replicated> {
+        self.repl.as_deref_mut()
+    }
+
+    /// Sends a command to the log. With a waiter, the connection's later requests queue behind it.
+    fn propose(&mut self, session: SessionId, op: CommandOp, waiting: Option<Waiting>) {
+        let conn = waiting.as_ref().map(Waiting::conn);
+        let Some(r) = self.repl.as_deref_mut() else { return };
+        let seq = match waiting {
+            Some(w) => {
+                r.next_seq += 1;
+                r.waiting.insert(r.next_seq, w);
+                r.next_seq
+            }
+            None => 0,
+        };
+        let cmd = Command { origin: Origin { member: r.me, seq }, time: wall_ms(), session, op };
+        let sent = r.out.send(Proposal::Command(cmd)).is_ok();
+        if let Some(c) = conn.and_then(|c| self.conns.get_mut(&c)) {
+            c.in_flight += 1;
+        }
+        if !sent {
+            self.fail(seq);
+        }
+    }
+
+    pub(super) fn propose_session(&mut self, conn: ConnId, sid: SessionId, timeout: i32) {
+        let Some(c) = self.conns.get(&conn) else { return };
+        let ids = crate::authinfo::from_added(
+            std::iter::once(Id::new("ip", &c.handle.peer.to_string())).chain(c.handle.tls_ids.iter().cloned()),
+        );
+        let password = self.passwords.for_session(sid);
+        let w = Waiting::Session { conn, timeout, ids };
+        self.propose(sid, CommandOp::CreateSession { timeout_ms: timeout, password }, Some(w));
+    }
+
+    pub(super) fn propose_request(&mut self, conn: ConnId, sid: SessionId, xid: i32, op: OpCode, body: RequestBody) {
+        let ids = ids_of(&self.sessions, sid).to_vec();
+        let (ttl_enabled, enforce_quota) = (self.cfg.ttl_enabled, self.cfg.enforce_quota);
+        let cmd = CommandOp::Request { ids, ttl_enabled, enforce_quota, op, body };
+        self.propose(sid, cmd, Some(Waiting::Write { conn, xid }));
+    }
+
+    pub(super) fn propose_close(&mut self, conn: ConnId, sid: SessionId, xid: i32) {
+        self.propose(sid, CommandOp::CloseSession, Some(Waiting::Close { conn, xid }));
+    }
+
+    pub(super) fn propose_sync(&mut self, conn: ConnId, xid: i32, path: String) {
+        let Some(r) = self.repl.as_deref_mut() else { return };
+        r.next_seq += 1;
+        let seq = r.next_seq;
+        r.waiting.insert(seq, Waiting::Sync { conn, xid, path });
+        let sent = r.out.send(Proposal::ReadIndex { seq }).is_ok();
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.in_flight += 1;
+        }
+        if !sent {
+            self.fail(seq);
+        }
+    }
+
+    /// A proposal that will not be answered: its connection closes (ConnectionLoss).
+    fn fail(&mut self, seq: u64) {
+        let Some(w) = self.repl().and_then(|r| r.waiting.remove(&seq)) else { return };
+        let conn = w.conn();
+        tracing::info!(conn, "closing connection: its request's fate is unknown (leader change or lost link)");
+        self.close_conn(conn);
+    }
+
+    fn fail_all(&mut self) {
+        let seqs: Vec<u64> = self.repl().map(|r| r.waiting.keys().copied().collect()).unwrap_or_default();
+        for seq in seqs {
+            self.fail(seq);
+        }
+        if let Some(r) = self.repl() {
+            r.syncs.clear();
+        }
+    }
+
+    /// One of the connection's proposals is answered: serve what queued behind it.
+    fn finish(&mut self, conn: ConnId) {
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.in_flight = c.in_flight.saturating_sub(1);
+        }
+        loop {
+            let Some(c) = self.conns.get_mut(&conn) else { return };
+            let Some(front) = c.queue.front() else { return };
+            // Writes pipeline (they reach the log in order); a read waits for all of them.
+            if c.in_flight > 0 && !is_proposal(front) {
+                return;
+            }
+            let Some(req) = c.queue.pop_front() else { return };
+            self.serve(conn, req);
+        }
+    }
+}
+
+/// The text of `/zookeeper/config`: a `server.N=` line per member, then `version=` (the zxid of
+/// the configuration in hex, as QuorumVerifier.toString writes it).
+pub fn config_text(m: &Membership, zxid: Zxid) -> String {
+    let mut out = String::new();
+    for (id, spec) in members_of(m) {
+        out.push_str(&format!("server.{id}={}\n", spec.config_value()));
+    }
+    out.push_str(&format!("version={zxid:x}"));
+    out
+}
+
+/// The members of a membership, each marked observer unless it votes.
+fn members_of(m: &Membership) -> Vec<(u64, ServerSpec)> {
+    let voters: HashSet<u64> = m.membership().voter_ids().collect();
+    m.membership()
+        .nodes()
+        .map(|(id, node)| {
+            let mut spec = node.clone();
+            spec.observer = !voters.contains(id);
+            (*id, spec)
+        })
+        .collect()
+}

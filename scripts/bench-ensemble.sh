@@ -17,7 +17,8 @@
 # Environment: BENCH_ENS_PORT_BASE (default 21200: clients base+1..3 ZooKeeper, +11..13 zkr;
 # peers +101..; elections +201..), BENCH_OUT (raw results, default
 # target/bench/ensemble-<UTC time>.txt), KEEP=1 keeps the scratch directory, ZKR_BIN,
-# BENCH_ONLY="write read churn failover" (a subset, space separated).
+# BENCH_ONLY="write read churn failover" (a subset, space separated), ZKR_CFG_EXTRA (lines
+# appended to each zkr member's zoo.cfg, e.g. ZKR_CFG_EXTRA=zkr.keepClientsOnLeaderLoss=true).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -83,6 +84,7 @@ CFG
   for j in 1 2 3; do
     echo "server.$j=127.0.0.1:$((BASE + 100 + off + j)):$((BASE + 200 + off + j));127.0.0.1:$(cport "$s" "$j")"
   done
+  if [ "$s" = zkr ] && [ -n "${ZKR_CFG_EXTRA:-}" ]; then echo "$ZKR_CFG_EXTRA"; fi
 }
 # launch SERVER ID: starts member ID on its existing data directory
 launch() {
@@ -177,6 +179,7 @@ failover() {
   echo "# zkr $(git rev-parse --short HEAD 2>/dev/null || echo '?'), ZooKeeper $(dpkg-query -W -f='${Version}' zookeeper 2>/dev/null || echo '?'), $(java -version 2>&1 | head -1)"
   echo "# machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(uname -sr)"
   echo "# 3 members each, tickTime=2000, fsync on; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+  [ -z "${ZKR_CFG_EXTRA:-}" ] || echo "# zkr members' zoo.cfg also has: $ZKR_CFG_EXTRA"
 } >"$OUT"
 cat "$OUT" >&2
 

@@ -1064,3 +1064,58 @@ async fn pipelined_writes_through_every_member_get_distinct_ordered_zxids() {
     }
     cl.shutdown().await;
 }
+
+/// With `zkr.keepClientsOnLeaderLoss`, when the leader's process is gone the survivors elect at
+/// once and the followers keep their clients' connections meanwhile (requests wait for the new
+/// leader) instead of dropping them, so a leader's crash disconnects only the leader's own
+/// clients. The session, its ephemeral and a write sent during the election all come through
+/// without a disconnect.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn with_keep_clients_a_leaders_crash_does_not_disconnect_the_followers_clients() {
+    let changed = follower_client_across_a_leader_crash(true).await;
+    assert!(changed.is_err(), "the follower's client saw its connection change: {changed:?}");
+}
+
+/// By default a follower closes its clients' connections when its leader is gone, as
+/// ZooKeeper's followers do (a Java client sees Disconnected, Curator SUSPENDED); the session,
+/// its ephemeral and the write come through on reconnection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn by_default_a_leaders_crash_disconnects_the_followers_clients() {
+    let changed = follower_client_across_a_leader_crash(false).await;
+    assert!(changed.is_ok(), "the follower's client was not disconnected, unlike ZooKeeper's");
+}
+
+/// Kills the leader under a client of a follower, writes during the election, and returns the
+/// first change of that client's connection state (Err: none by 300 ms after the write).
+async fn follower_client_across_a_leader_crash(keep: bool) -> Result<zk::SessionState, tokio::time::error::Elapsed> {
+    let cfgs = ensemble_configs(3).into_iter().map(|c| Config { keep_clients_on_leader_loss: keep, ..c }).collect();
+    let mut cl = Cluster::start_with(cfgs).await;
+    let leader = cl.leader().await;
+    let f = cl.follower(leader);
+    let c = client(&cl.addr(f)).await;
+    c.create("/e", b"", &ephemeral()).await.unwrap();
+    let mut states = c.state_watcher();
+    cl.stop(leader).await;
+    // Once the follower knows its leader is gone (a request already forwarded to the dead
+    // leader has an unknown fate and still closes its connection), a request sent while the
+    // survivors elect is answered once there is a new leader.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while cl.role(f) == Some(Role::Follower) && cl.servers[f].as_ref().and_then(|s| s.member()).is_some() {
+        let (_, leader_id, _) = *cl.servers[f].as_ref().and_then(|s| s.member()).unwrap().status.role.lock();
+        if leader_id != Some(leader as u64 + 1) {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the follower never noticed its leader is gone");
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    // The core hears of it just after the member's status says so.
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    c.create("/during", b"", &persistent()).await.unwrap();
+    let new_leader = cl.leader().await;
+    assert_ne!(new_leader, leader);
+    c.get_data("/e").await.unwrap();
+    c.get_data("/during").await.unwrap();
+    let changed = tokio::time::timeout(Duration::from_millis(300), states.changed()).await;
+    cl.shutdown().await;
+    changed
+}

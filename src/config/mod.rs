@@ -116,6 +116,12 @@ pub struct ServeArgs {
     /// `-Dreadonlymode.enabled=true`; zoo.cfg `readonlymode.enabled=true` works too).
     #[arg(long)]
     pub readonlymode_enabled: Option<bool>,
+    /// In an ensemble, followers keep their clients' connections while the survivors of a
+    /// leader's crash elect a new leader (requests wait, up to an election timeout), instead of
+    /// closing them as ZooKeeper's followers do. Those clients then see no Disconnected (Curator:
+    /// no SUSPENDED) for a leader crash. zoo.cfg `zkr.keepClientsOnLeaderLoss=true`; default false.
+    #[arg(long)]
+    pub keep_clients_on_leader_loss: Option<bool>,
     /// The ensemble's members and their peer ports: `1=host:port,2=host:port,…`
     /// (zoo.cfg's server.N lines: `N=host:peerPort:electionPort[:observer]` is accepted too).
     #[arg(long)]
@@ -204,6 +210,9 @@ pub struct Config {
     pub ensemble: Option<crate::raft::members::Ensemble>,
     /// Read-only mode: a member cut off from the quorum serves clients that allow it, read-only.
     pub read_only_enabled: bool,
+    /// Followers keep their clients through the election after a leader's crash
+    /// (`zkr.keepClientsOnLeaderLoss`; off: ZooKeeper's behaviour).
+    pub keep_clients_on_leader_loss: bool,
     /// Hard quota limits refuse writes (zoo.cfg enforceQuota; off by default, as in ZooKeeper).
     pub enforce_quota: bool,
     /// Where Prometheus metrics are served (`metricsProvider.className` =
@@ -246,6 +255,7 @@ impl Default for Config {
             sasl_super_user: None,
             ensemble: None,
             read_only_enabled: false,
+            keep_clients_on_leader_loss: false,
             enforce_quota: false,
             metrics: None,
         }
@@ -255,6 +265,7 @@ impl Default for Config {
 /// Keys zkr reads.
 const USED: &[&str] = &[
     "readonlymode.enabled",
+    "zkr.keepClientsOnLeaderLoss",
     "initLimit",
     "syncLimit",
     "standaloneEnabled",
@@ -431,6 +442,20 @@ impl Config {
             if let Some(v) = num("admin.serverPort")? {
                 c.admin_port = range("admin.serverPort", v, 0, 65535)? as u16;
             }
+            if let Some((v, line)) = keys.get("zkr.keepClientsOnLeaderLoss") {
+                // zkr's own key: no Java parsing to match, so anything but true/false is an error.
+                c.keep_clients_on_leader_loss = match v.as_str() {
+                    "true" => true,
+                    "false" => false,
+                    _ => {
+                        return Err(ConfigError::Line {
+                            file: name.clone(),
+                            line: *line,
+                            reason: format!("zkr.keepClientsOnLeaderLoss must be true or false, found {v:?}"),
+                        })
+                    }
+                };
+            }
             if let Some((v, _)) = keys.get("enforceQuota") {
                 // Boolean.parseBoolean(System.getProperty("zookeeper.enforceQuota")).
                 c.enforce_quota = v.eq_ignore_ascii_case("true");
@@ -449,6 +474,9 @@ impl Config {
         }
         if let Some(v) = args.enforce_quota {
             c.enforce_quota = v;
+        }
+        if let Some(v) = args.keep_clients_on_leader_loss {
+            c.keep_clients_on_leader_loss = v;
         }
         if let Some(port) = args.metrics_port {
             let host = c.metrics.map_or(IpAddr::from([0, 0, 0, 0]), |a| a.ip());
@@ -628,6 +656,27 @@ mod tests {
         );
         assert_eq!((c.max_client_cnxns, c.max_frame), (60, 1_048_575));
         assert_eq!((c.admin_enabled, c.admin_port), (true, 8080));
+    }
+
+    #[test]
+    fn keep_clients_on_leader_loss_is_off_unless_asked() {
+        assert!(!with_file("", ServeArgs::default()).unwrap().keep_clients_on_leader_loss);
+        assert!(
+            with_file("zkr.keepClientsOnLeaderLoss=true\n", ServeArgs::default()).unwrap().keep_clients_on_leader_loss
+        );
+        let e = with_file("tickTime=2000\nzkr.keepClientsOnLeaderLoss=yes\n", ServeArgs::default())
+            .err()
+            .map(|e| e.to_string());
+        assert!(
+            e.as_deref()
+                .is_some_and(|e| e.ends_with(":2: zkr.keepClientsOnLeaderLoss must be true or false, found \"yes\"")),
+            "{e:?}"
+        );
+        let flag = ServeArgs { keep_clients_on_leader_loss: Some(false), ..Default::default() };
+        assert!(
+            !with_file("zkr.keepClientsOnLeaderLoss=true\n", flag).unwrap().keep_clients_on_leader_loss,
+            "the flag wins"
+        );
     }
 
     #[test]

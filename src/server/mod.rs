@@ -443,7 +443,7 @@ async fn start_member(
     let (repl, proposals) = crate::raft::core_side(me, &rec, cfg.read_only_enabled);
     // Handshakes wait for a leader up to one election timeout (an election after a leader's
     // death takes a fraction of that) before they are refused.
-    let repl = repl.with_handshake_hold(raft_cfg_election_max);
+    let repl = repl.with_handshake_hold(raft_cfg_election_max).with_keep_clients(cfg.keep_clients_on_leader_loss);
     let (core_tx, core_rx) = mpsc::channel(CORE_QUEUE);
     let crate::raft::Recovered { tree, applied, membership, log, snap_dir, .. } = rec;
     let views = Arc::new(view::Views::new(tree.last_zxid()));

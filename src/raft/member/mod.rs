@@ -117,7 +117,7 @@ pub async fn watch_role(
                 break;
             }
             *status.role.lock() = (Role::Looking, None, term);
-            to_core(&core, ReplMsg::Role { role: Role::Looking, leader: None, term }).await;
+            to_core(&core, ReplMsg::Role { role: Role::Looking, leader: None, term, leader_gone: false }).await;
             replication_lost(&fatal);
         }
         let in_touch = in_touch_with_leader(
@@ -158,7 +158,8 @@ pub async fn watch_role(
             }
             last = Some(now);
             *status.role.lock() = now;
-            to_core(&core, ReplMsg::Role { role: now.0, leader: now.1, term }).await;
+            let leader_gone = now.0 == Role::Looking && status.leader_lost.load(Ordering::Acquire);
+            to_core(&core, ReplMsg::Role { role: now.0, leader: now.1, term, leader_gone }).await;
         }
     }
 }

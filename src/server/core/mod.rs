@@ -525,10 +525,12 @@ impl Core {
     }
 
     fn request(&mut self, conn: ConnId, req: Request) {
-        if self.repl.is_some() {
+        if let Some(r) = self.repl.as_deref() {
+            let holding = r.holding_conns();
             let Some(c) = self.conns.get_mut(&conn) else { return };
-            if c.in_flight > 0 || !c.queue.is_empty() {
-                // Behind a proposal of the same connection: answered in order, after it.
+            if c.in_flight > 0 || !c.queue.is_empty() || (holding && !c.read_only) {
+                // Behind a proposal of the same connection, or waiting for a new leader:
+                // answered in order, after it.
                 c.queue.push_back(req);
                 return;
             }

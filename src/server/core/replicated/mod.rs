@@ -98,6 +98,9 @@ pub enum ReplMsg {
         role: Role,
         leader: Option<u64>,
         term: u64,
+        /// Looking because the leader's process is gone (its stream ended and its peer port
+        /// refuses): the survivors elect at once, so clients are held rather than dropped.
+        leader_gone: bool,
     },
     /// A proposal was refused or its fate is unknown.
     ProposalFailed {
@@ -131,7 +134,9 @@ pub enum ReplMsg {
 impl std::fmt::Debug for ReplMsg {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            ReplMsg::Role { role, leader, term } => write!(f, "Role({role:?}, {leader:?}, {term})"),
+            ReplMsg::Role { role, leader, term, leader_gone } => {
+                write!(f, "Role({role:?}, {leader:?}, {term}, gone {leader_gone})")
+            }
             ReplMsg::ProposalFailed { seq } => write!(f, "ProposalFailed({seq})"),
             ReplMsg::ForwardLost => f.write_str("ForwardLost"),
             ReplMsg::ReadIndex { seq, index } => write!(f, "ReadIndex({seq}, {index:?})"),
@@ -192,6 +197,12 @@ pub struct Replicated {
     /// there is one, refused after `hold_ms`.
     pub(super) held: Vec<(ConnId, crate::proto::ConnectRequest, u64)>,
     pub(super) hold_ms: u64,
+    /// Keep clients' connections through an election when the leader's process is gone
+    /// (`zkr.keepClientsOnLeaderLoss`; off by default, where ZooKeeper's behaviour is kept).
+    keep_clients: bool,
+    /// While the leader's process is gone and the survivors elect: until when the clients'
+    /// connections are kept (their requests queued) instead of closed.
+    hold_conns_until: Option<u64>,
 }
 
 impl Replicated {
@@ -223,6 +234,8 @@ impl Replicated {
             ro_sessions: HashSet::new(),
             held: Vec::new(),
             hold_ms: 0,
+            keep_clients: false,
+            hold_conns_until: None,
         }
     }
 
@@ -239,6 +252,13 @@ impl Replicated {
         self
     }
 
+    /// Followers keep their clients' connections while the survivors of a leader's crash elect
+    /// a new one (up to the handshake hold), instead of closing them as ZooKeeper's do.
+    pub fn with_keep_clients(mut self, keep: bool) -> Replicated {
+        self.keep_clients = keep;
+        self
+    }
+
     pub fn read_only_enabled(&self) -> bool {
         self.read_only_enabled
     }
@@ -246,6 +266,11 @@ impl Replicated {
     /// A member serves clients only while it has a leader.
     pub fn serving(&self) -> bool {
         self.role != Role::Looking
+    }
+
+    /// True while clients' requests wait for a new leader (see `hold_conns_until`).
+    pub(super) fn holding_conns(&self) -> bool {
+        self.role == Role::Looking && self.hold_conns_until.is_some()
     }
 
     pub fn touched(&mut self, sid: SessionId) {
@@ -358,8 +383,17 @@ impl Core {
         if let Some(c) = self.conns.get_mut(&conn) {
             c.in_flight = c.in_flight.saturating_sub(1);
         }
+        self.serve_queued(conn);
+    }
+
+    /// Serves what queued on a connection, up to the first request that must wait.
+    fn serve_queued(&mut self, conn: ConnId) {
+        let holding = self.repl.as_deref().is_some_and(Replicated::holding_conns);
         loop {
             let Some(c) = self.conns.get_mut(&conn) else { return };
+            if holding && !c.read_only {
+                return;
+            }
             let Some(front) = c.queue.front() else { return };
             // Writes pipeline (they reach the log in order); a read waits for all of them.
             if c.in_flight > 0 && !is_proposal(front) {

@@ -7,7 +7,7 @@ use super::*;
 impl Core {
     pub(in crate::server::core) fn replication(&mut self, msg: ReplMsg) {
         match msg {
-            ReplMsg::Role { role, leader, term } => self.role_changed(role, leader, term),
+            ReplMsg::Role { role, leader, term, leader_gone } => self.role_changed(role, leader, term, leader_gone),
             ReplMsg::ProposalFailed { seq } => self.fail(seq),
             ReplMsg::ForwardLost => {
                 if self.repl.as_ref().is_some_and(|r| r.role != Role::Leader) {
@@ -63,7 +63,7 @@ impl Core {
         }
     }
 
-    pub(super) fn role_changed(&mut self, role: Role, leader: Option<u64>, term: u64) {
+    pub(super) fn role_changed(&mut self, role: Role, leader: Option<u64>, term: u64, leader_gone: bool) {
         let Some(r) = self.repl.as_deref_mut() else { return };
         let was = (r.role, r.leader, r.term);
         if was == (role, leader, term) {
@@ -90,13 +90,25 @@ impl Core {
                 r.reaping.clear();
             }
         }
+        let now = self.now_ms();
         if role == Role::Looking && was.0 != Role::Looking {
-            // No leader: nothing can be served here (ZooKeeper shuts its client server down
-            // while LOOKING); clients move to another member and keep their sessions. Read-only
-            // sessions (read-only mode) stay while the member stays cut off.
-            let conns: Vec<ConnId> = self.conns.iter().filter(|(_, c)| !c.read_only).map(|(id, _)| *id).collect();
-            for c in conns {
-                self.close_conn(c);
+            // No leader: nothing can be served here. The connections close now, as ZooKeeper
+            // shuts its client server down while LOOKING, and clients move to another member
+            // with their sessions (so a Java client sees Disconnected, Curator SUSPENDED).
+            // Read-only sessions (read-only mode) stay while cut off.
+            // With `zkr.keepClientsOnLeaderLoss`, when the leader's process is gone the
+            // survivors elect at once (about a tenth of a second): the clients' connections
+            // stay and their requests wait for the new leader, up to an election timeout, so
+            // a leader's crash disconnects only the leader's own clients. A member cut off, or
+            // a leader without its quorum, still closes them at once.
+            let hold = self.repl().filter(|r| r.keep_clients).map_or(0, |r| r.hold_ms);
+            if leader_gone && hold > 0 {
+                tracing::info!(hold_ms = hold, "the leader is gone: clients' requests wait for the election");
+                if let Some(r) = self.repl() {
+                    r.hold_conns_until = Some(now + hold);
+                }
+            } else {
+                self.close_client_conns();
             }
         } else if was.0 == Role::Looking && role != Role::Looking {
             // Back in a quorum (not merely a new election term while still looking): read-only
@@ -110,6 +122,14 @@ impl Core {
             for sid in local {
                 self.sessions.remove(&sid);
             }
+            // Requests held through the election are served now, in order.
+            if self.repl().and_then(|r| r.hold_conns_until.take()).is_some() {
+                let waiting: Vec<ConnId> =
+                    self.conns.iter().filter(|(_, c)| !c.queue.is_empty()).map(|(id, _)| *id).collect();
+                for conn in waiting {
+                    self.serve_queued(conn);
+                }
+            }
         }
         if role != Role::Looking {
             let held = self.repl().map(|r| std::mem::take(&mut r.held)).unwrap_or_default();
@@ -118,6 +138,14 @@ impl Core {
                     self.handshake(conn, req);
                 }
             }
+        }
+    }
+
+    /// Closes every client connection but read-only ones (their clients re-attach elsewhere).
+    pub(super) fn close_client_conns(&mut self) {
+        let conns: Vec<ConnId> = self.conns.iter().filter(|(_, c)| !c.read_only).map(|(id, _)| *id).collect();
+        for c in conns {
+            self.close_conn(c);
         }
     }
 
@@ -171,6 +199,15 @@ impl Core {
         for conn in late {
             tracing::info!(conn, "refusing connection: this member still has no leader");
             self.close_conn(conn);
+        }
+        if self.repl.as_deref().and_then(|r| r.hold_conns_until).is_some_and(|until| now >= until) {
+            if let Some(r) = self.repl() {
+                r.hold_conns_until = None;
+            }
+            if role == Role::Looking {
+                tracing::info!("no leader within an election timeout: closing client connections");
+                self.close_client_conns();
+            }
         }
         match role {
             Role::Leader => {

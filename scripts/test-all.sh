@@ -52,7 +52,7 @@ suite kazoo-ensemble "kazoo 2.11's own test suite on 3-member ensembles (kazoo's
 suite hostile "hostile input: ACL matrix vs Debian ZooKeeper (limits, garbage, fuzzing run in cargo test)" bash tests/interop/hostile/run.sh
 suite tls "TLS (secureClientPort, x509) and SASL DIGEST-MD5: Java client and kazoo, zkr vs Debian ZooKeeper" bash tests/interop/tls/run.sh
 suite docker "Docker image without an engine: docker-compose config, entrypoint files vs the official zookeeper image's, the compose file's 3 members as processes (leader, failover)" bash tests/interop/docker/run.sh
-suite ensemble "3-member ensembles, zkr vs Debian ZooKeeper: the Java client's session and watches and Curator's recipes across kill -9 of the connected member and of the leader" bash tests/interop/ensemble/run.sh
+suite ensemble "3-member ensembles, zkr vs Debian ZooKeeper: the Java client's session and watches and Curator's recipes across kill -9 of the connected member and of the leader; the Java client on a follower with and without zkr.keepClientsOnLeaderLoss" bash tests/interop/ensemble/run.sh
 suite faults "fault suite, short matrix: 3-member zkr ensembles in network namespaces under every nemesis (kill -9, partitions, SIGSTOP, log/snapshot damage, wipe), six workloads checked (porcupine linearizability, set, unique ids, counter, sessions, watches)" bash tests/faults/run.sh --short
 suite bench-smoke "load generator smoke run (zkr bench, every workload, against zkr)" bash tests/bench/smoke.sh
 suite matrix "compatibility matrix (docs/compatibility.md from every suite's rows)" /usr/bin/python3 tests/interop/matrix.py generate

@@ -10,6 +10,8 @@
 #   - EnsembleCurator.java, Curator 5 with ensembleTracker(true): what EnsembleTracker makes of
 #     /zookeeper/config, and a PersistentNode, a LeaderLatch and an InterProcessMutex across
 #     kill -9 of the connected member and of the leader.
+# Then, zkr only, KeepClients.java: the Java client on a follower across a leader kill with
+# zkr.keepClientsOnLeaderLoss=true (no Disconnected) and without (Disconnected, SyncConnected).
 # The programs ask this script (lines starting with "@" on their stdout, see Ens.java) to find,
 # kill and restart members. The checks each program makes are printed as PASS/FAIL lines for
 # each side; after each SETTLE request this script checks that the running members agree
@@ -108,6 +110,7 @@ write_config() {
         for j in 1 2 3; do
             echo "server.$j=127.0.0.1:$(peer_port "$side" $j):$(election_port "$side" $j);$(client_port "$side" $j)"
         done
+        [ "$side" = zkr ] && [ -n "${KEEP_CLIENTS:-}" ] && echo "zkr.keepClientsOnLeaderLoss=true"
     } >"$d/zoo.cfg"
 }
 
@@ -270,13 +273,15 @@ answer() {
     esac
 }
 
-# run_program SIDE PROGRAM: runs it against SIDE's ensemble, answering its requests; the
-# transcript goes to $WORK/PROGRAM.SIDE.txt, its stderr to .err.
+# run_program SIDE PROGRAM [ARG]: runs it against SIDE's ensemble, answering its requests; the
+# transcript goes to $WORK/NAME.SIDE.txt, its stderr to .err (NAME: PROGRAM, or PROGRAM-ARG).
 run_program() {
-    local side=$1 prog=$2 line out="$WORK/$2.$1.txt" connect="" i
+    local side=$1 prog=$2 arg=${3:-} name=$2${3:+-$3} line connect="" i
+    local out="$WORK/$name.$side.txt"
     for i in 1 2 3; do connect+="127.0.0.1:$(client_port "$side" "$i"),"; done
     : >"$out"
-    coproc CLIENT { timeout 200 "${JAVA[@]}" "$prog" "${connect%,}" 2>"$WORK/$prog.$side.err"; }
+    # shellcheck disable=SC2086 # ARG is one word or none
+    coproc CLIENT { timeout 200 "${JAVA[@]}" "$prog" "${connect%,}" $arg 2>"$WORK/$name.$side.err"; }
     local cin=${CLIENT[1]} cout=${CLIENT[0]} cpid=$CLIENT_PID
     while IFS= read -r line <&"$cout"; do
         case $line in
@@ -286,14 +291,14 @@ run_program() {
         # the program's own checks ({"check": NAME, "detail": …, "ok": BOOL, "step": "check"})
         if [[ $line =~ ^\{\"check\":\ \"([^\"]+)\",\ \"detail\":\ (.*),\ \"ok\":\ (true|false),\ \"step\":\ \"check\"\}$ ]]; then
             if [ "${BASH_REMATCH[3]}" = true ]; then
-                pass "$side/$prog/${BASH_REMATCH[1]}"
+                pass "$side/$name/${BASH_REMATCH[1]}"
             else
-                fail "$side/$prog/${BASH_REMATCH[1]}" "${BASH_REMATCH[2]:0:600}"
+                fail "$side/$name/${BASH_REMATCH[1]}" "${BASH_REMATCH[2]:0:600}"
             fi
         fi
     done
     wait "$cpid"
-    echo $? >"$WORK/$prog.$side.rc"
+    echo $? >"$WORK/$name.$side.rc"
 }
 
 # start_side SIDE: the three members, until one leads and two follow.
@@ -362,6 +367,24 @@ for side in ${ENSEMBLE_SIDES:-zkr zookeeper}; do
     fi
     stop_side "$side"
 done
+
+# ---------------------------------------------------------------- zkr.keepClientsOnLeaderLoss
+# zkr only (ZooKeeper has no such option): the Java client on a follower across a leader kill,
+# with the option (no Disconnected) and without (Disconnected then SyncConnected, as above).
+if [[ " ${ENSEMBLE_SIDES:-zkr zookeeper} " == *" zkr "* ]]; then
+    for mode in keep drop; do
+        t0=$SECONDS
+        echo "== zkr, $mode: 3 members$([ $mode = keep ] && echo ', zkr.keepClientsOnLeaderLoss=true')"
+        rm -rf "${WORK:?}/zkr"
+        KEEP_CLIENTS=$([ $mode = keep ] && echo 1)
+        start_side zkr
+        run_program zkr KeepClients "$mode"
+        report zkr "KeepClients-$mode"
+        echo "   (zkr/KeepClients-$mode took $((SECONDS - t0))s)"
+        stop_side zkr
+    done
+    KEEP_CLIENTS=""
+fi
 
 # ---------------------------------------------------------------- ZooKeeper vs zkr
 MATRIX_TSV="$INTEROP/.work/matrix/ensemble.tsv"

@@ -357,6 +357,19 @@ impl Config {
                 }
                 Ok(v)
             };
+            // A key whose value must be exactly true or false (no Java parsing to match there).
+            let strict_bool = |key: &str| -> Result<Option<bool>, ConfigError> {
+                match keys.get(key).map(|(v, line)| (v.as_str(), *line)) {
+                    None => Ok(None),
+                    Some(("true", _)) => Ok(Some(true)),
+                    Some(("false", _)) => Ok(Some(false)),
+                    Some((v, line)) => Err(ConfigError::Line {
+                        file: name.clone(),
+                        line,
+                        reason: format!("{key} must be true or false, found {v:?}"),
+                    }),
+                }
+            };
             if let Some(v) = num("clientPort")? {
                 c.port = range("clientPort", v, 0, 65535)? as u16;
             }
@@ -392,18 +405,8 @@ impl Config {
             if let Some(v) = num("jute.maxbuffer")? {
                 c.max_frame = range("jute.maxbuffer", v, 1, i32::MAX as i64)? as usize;
             }
-            if let Some((v, line)) = keys.get("extendedTypesEnabled") {
-                c.ttl_enabled = match v.as_str() {
-                    "true" => true,
-                    "false" => false,
-                    _ => {
-                        return Err(ConfigError::Line {
-                            file: name.clone(),
-                            line: *line,
-                            reason: format!("extendedTypesEnabled must be true or false, found {v:?}"),
-                        })
-                    }
-                };
+            if let Some(v) = strict_bool("extendedTypesEnabled")? {
+                c.ttl_enabled = v;
             }
             if let Some((v, line)) = keys.get("forceSync") {
                 c.force_sync = match v.as_str() {
@@ -442,19 +445,9 @@ impl Config {
             if let Some(v) = num("admin.serverPort")? {
                 c.admin_port = range("admin.serverPort", v, 0, 65535)? as u16;
             }
-            if let Some((v, line)) = keys.get("zkr.keepClientsOnLeaderLoss") {
-                // zkr's own key: no Java parsing to match, so anything but true/false is an error.
-                c.keep_clients_on_leader_loss = match v.as_str() {
-                    "true" => true,
-                    "false" => false,
-                    _ => {
-                        return Err(ConfigError::Line {
-                            file: name.clone(),
-                            line: *line,
-                            reason: format!("zkr.keepClientsOnLeaderLoss must be true or false, found {v:?}"),
-                        })
-                    }
-                };
+            // zkr's own key.
+            if let Some(v) = strict_bool("zkr.keepClientsOnLeaderLoss")? {
+                c.keep_clients_on_leader_loss = v;
             }
             if let Some((v, _)) = keys.get("enforceQuota") {
                 // Boolean.parseBoolean(System.getProperty("zookeeper.enforceQuota")).

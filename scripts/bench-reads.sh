@@ -19,8 +19,9 @@ BASE=${BENCH_PORT_BASE:-21300}
 ZPORT=$((BASE + 1)); RPORT=$((BASE + 2)); FPORT=$((BASE + 3))
 ZKR=${ZKR_BIN:-target/release/zkr}
 [ -n "${ZKR_BIN:-}" ] || cargo build --release --locked 2>&1 | tail -n 1
-ZKSERVER=/usr/share/zookeeper/bin/zkServer.sh
-[ -x "$ZKSERVER" ] || { echo "Debian's ZooKeeper is missing: apt-get install zookeeper zookeeper-bin" >&2; exit 1; }
+# shellcheck source=lib/zookeeper.sh
+source scripts/lib/zookeeper.sh
+zk_require
 [ "$(nproc)" -ge 2 ] || { echo "needs 2 cores" >&2; exit 1; }
 
 mkdir -p target/bench
@@ -44,16 +45,8 @@ up() {
 start() {
   rm -rf "$W/$1"; mkdir -p "$W/$1"
   if [ "$1" = zk ]; then
-    cat >"$W/zoo.cfg" <<CFG
-tickTime=2000
-dataDir=$W/zk
-clientPort=$ZPORT
-clientPortAddress=127.0.0.1
-maxClientCnxns=0
-admin.enableServer=false
-4lw.commands.whitelist=*
-CFG
-    ZOOCFGDIR=$W ZOO_LOG_DIR=$W ZOOPIDFILE=$W/zk.pid taskset -c "$2" "$ZKSERVER" start-foreground "$W/zoo.cfg" >"$W/zk.out" 2>&1 &
+    zk_standalone_cfg "$W" "$ZPORT"
+    zk_start "$W" taskset -c "$2"
     PID=$!; PIDS+=("$PID"); up $ZPORT "$PID"
   else
     taskset -c "$2" "$ZKR" serve --bind 127.0.0.1 --port $RPORT --data-dir "$W/zkr" --max-client-cnxns 0 >"$W/zkr.out" 2>&1 &

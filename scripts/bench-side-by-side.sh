@@ -29,8 +29,9 @@ BASE=${BENCH_PORT_BASE:-21100}
 ZPORT=$((BASE + 1)); RPORT=$((BASE + 2))
 ZKR=${ZKR_BIN:-target/release/zkr}
 [ -n "${ZKR_BIN:-}" ] || cargo build --release --locked 2>&1 | tail -n 1
-ZKSERVER=/usr/share/zookeeper/bin/zkServer.sh
-[ -x "$ZKSERVER" ] || { echo "Debian's ZooKeeper is missing: apt-get install zookeeper zookeeper-bin" >&2; exit 1; }
+# shellcheck source=lib/zookeeper.sh
+source scripts/lib/zookeeper.sh
+zk_require
 command -v jcmd >/dev/null || { echo "jcmd (the JDK) is missing" >&2; exit 1; }
 
 # 10,000 sessions need 10,000 descriptors in the loader and in each server.
@@ -66,16 +67,8 @@ start() {
 launch() {
   local s=$1
   if [ "$s" = zk ]; then
-    cat >"$W/zoo.cfg" <<CFG
-tickTime=2000
-dataDir=$W/zk
-clientPort=$ZPORT
-clientPortAddress=127.0.0.1
-maxClientCnxns=0
-admin.enableServer=false
-4lw.commands.whitelist=*
-CFG
-    ZOOCFGDIR=$W ZOO_LOG_DIR=$W ZOOPIDFILE=$W/zk.pid "$ZKSERVER" start-foreground "$W/zoo.cfg" >"$W/zk.out" 2>&1 &
+    zk_standalone_cfg "$W" "$ZPORT"
+    zk_start "$W"
   else
     "$ZKR" serve --bind 127.0.0.1 --port "$RPORT" --data-dir "$W/zkr" --max-client-cnxns 0 >"$W/zkr.out" 2>&1 &
   fi

@@ -23,8 +23,9 @@ PORT=${BENCH_STALL_PORT:-21950}
 ZPORT=$PORT; RPORT=$((PORT + 1))
 ZKR=${ZKR_BIN:-target/release/zkr}
 [ -n "${ZKR_BIN:-}" ] || cargo build --release --locked 2>&1 | tail -n 1
-ZKSERVER=/usr/share/zookeeper/bin/zkServer.sh
-[ -x "$ZKSERVER" ] || { echo "Debian's ZooKeeper is missing: apt-get install zookeeper zookeeper-bin" >&2; exit 1; }
+# shellcheck source=lib/zookeeper.sh
+source scripts/lib/zookeeper.sh
+zk_require
 # shellcheck source=../tests/interop/lib/servers.sh
 source tests/interop/lib/servers.sh   # ZK_LOGGING_FLAGS: ZooKeeper's log says when it snapshots
 mkdir -p target/bench
@@ -41,17 +42,8 @@ launch() {
   local s=$1 snap=$2 port; port=$(port_of "$1")
   mkdir -p "$W/$s"
   if [ "$s" = zk ]; then
-    cat >"$W/zoo.cfg" <<CFG
-tickTime=2000
-dataDir=$W/zk
-clientPort=$ZPORT
-clientPortAddress=127.0.0.1
-maxClientCnxns=0
-admin.enableServer=false
-4lw.commands.whitelist=*
-snapCount=$snap
-CFG
-    ZOOCFGDIR=$W ZOO_LOG_DIR=$W ZOOPIDFILE=$W/zk.pid SERVER_JVMFLAGS="$ZK_LOGGING_FLAGS" "$ZKSERVER" start-foreground "$W/zoo.cfg" >>"$W/zk.out" 2>&1 &
+    zk_standalone_cfg "$W" "$ZPORT" "snapCount=$snap"
+    SERVER_JVMFLAGS="$ZK_LOGGING_FLAGS" zk_start "$W"
   else
     "$ZKR" serve --bind 127.0.0.1 --port "$RPORT" --data-dir "$W/zkr" --max-client-cnxns 0 --snap-count "$snap" >>"$W/zkr.out" 2>&1 &
   fi

@@ -22,15 +22,8 @@ impl Core {
                     self.finish(conn);
                 }
             }
-            ReplMsg::ReconfigDone { seq, result: Ok(index) } => {
-                let Some(r) = self.repl() else { return };
-                if index <= r.applied_index() {
-                    self.answer_sync(seq);
-                } else {
-                    r.syncs.push((index, seq));
-                }
-            }
-            ReplMsg::ReadIndex { seq, index: Some(index) } => {
+            // A reconfig committed at `index`, or a sync's read point: answered once applied.
+            ReplMsg::ReconfigDone { seq, result: Ok(index) } | ReplMsg::ReadIndex { seq, index: Some(index) } => {
                 let Some(r) = self.repl() else { return };
                 if index <= r.applied_index() {
                     self.answer_sync(seq);

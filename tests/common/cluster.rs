@@ -1,0 +1,177 @@
+//! Ensembles in one process for integration tests: members on loopback ports, a cluster that
+//! starts, stops and restarts them, and a real client (the `zookeeper-client` crate).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+use zkr::config::Config;
+use zkr::raft::members::{Ensemble, ServerSpec};
+use zkr::server::core::replicated::Role;
+use zkr::server::Server;
+use zookeeper_client as zk;
+
+/// A free port below the kernel's ephemeral range (32768 up): a port the kernel handed out
+/// and we released could be taken by another test's outgoing connection before the member
+/// binds it; ports from this range are only ever handed out here.
+pub fn free_port() -> u16 {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let offset = (std::process::id() % 400) * 40;
+    loop {
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let port = (12_000 + (offset + n) % 20_000) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+}
+
+/// Configs for an ensemble of `n` on loopback, each with its own data directory.
+pub fn ensemble_configs(n: u64) -> Vec<Config> {
+    let members: BTreeMap<u64, ServerSpec> = (1..=n)
+        .map(|id| {
+            let p = free_port();
+            (id, ServerSpec { host: "127.0.0.1".into(), peer_port: p, election_port: p, observer: false, client: None })
+        })
+        .collect();
+    (1..=n)
+        .map(|id| Config {
+            server_id: id as u8,
+            four_letter_words: vec!["*".into()],
+            ensemble: Some(Ensemble {
+                my_id: id,
+                members: members.clone(),
+                init_limit: 10,
+                sync_limit: 5,
+                reconfig_enabled: false,
+                dynamic_file: None,
+                config_file: None,
+            }),
+            ..super::test_config()
+        })
+        .collect()
+}
+
+pub struct Cluster {
+    pub cfgs: Vec<Config>,
+    pub servers: Vec<Option<Server>>,
+}
+
+impl Cluster {
+    pub async fn start(n: u64) -> Cluster {
+        Cluster::start_with(ensemble_configs(n)).await
+    }
+
+    pub async fn start_with(cfgs: Vec<Config>) -> Cluster {
+        let mut servers = Vec::new();
+        for c in &cfgs {
+            servers.push(Some(super::start_with(c.clone()).await.0));
+        }
+        let cl = Cluster { cfgs, servers };
+        cl.leader().await;
+        cl
+    }
+
+    pub fn addr(&self, i: usize) -> String {
+        self.servers[i].as_ref().expect("member is running").local_addr().to_string()
+    }
+
+    pub fn role(&self, i: usize) -> Option<Role> {
+        self.servers[i].as_ref().and_then(|s| s.member()).map(|m| m.status.role.lock().0)
+    }
+
+    /// The index of the leader, once there is one and every running member follows it.
+    pub async fn leader(&self) -> usize {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let roles: Vec<Option<Role>> = (0..self.servers.len()).map(|i| self.role(i)).collect();
+            let leaders: Vec<usize> = (0..roles.len()).filter(|i| roles[*i] == Some(Role::Leader)).collect();
+            // Voters settle as leader or followers; observers are waited for by their tests.
+            let settled = roles
+                .iter()
+                .enumerate()
+                .all(|(i, r)| self.is_observer(i) || matches!(r, None | Some(Role::Leader) | Some(Role::Follower)));
+            if leaders.len() == 1 && settled {
+                return leaders[0];
+            }
+            assert!(tokio::time::Instant::now() < deadline, "no leader: {roles:?}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    pub fn is_observer(&self, i: usize) -> bool {
+        let me = i as u64 + 1;
+        self.cfgs[i].ensemble.as_ref().and_then(|e| e.members.get(&me)).is_some_and(|s| s.observer)
+    }
+
+    pub fn follower(&self, leader: usize) -> usize {
+        (0..self.servers.len())
+            .find(|i| *i != leader && self.servers[*i].is_some() && !self.is_observer(*i))
+            .expect("a follower")
+    }
+
+    pub async fn stop(&mut self, i: usize) {
+        if let Some(s) = self.servers[i].take() {
+            s.shutdown().await;
+        }
+    }
+
+    pub async fn restart(&mut self, i: usize) {
+        self.stop(i).await;
+        self.servers[i] = Some(super::start_with(self.cfgs[i].clone()).await.0);
+    }
+
+    pub async fn shutdown(mut self) {
+        for i in 0..self.servers.len() {
+            self.stop(i).await;
+        }
+    }
+
+    pub fn connect_string(&self) -> String {
+        (0..self.servers.len())
+            .filter(|i| self.servers[*i].is_some())
+            .map(|i| self.addr(i))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+pub async fn client(addr: &str) -> zk::Client {
+    zk::Client::connector().session_timeout(Duration::from_secs(6)).connect(addr).await.expect("client connects")
+}
+
+pub fn persistent() -> zk::CreateOptions<'static> {
+    zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all())
+}
+
+pub fn ephemeral() -> zk::CreateOptions<'static> {
+    zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all())
+}
+
+pub async fn four_letter(addr: &str, word: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect for a four-letter word");
+    s.write_all(word.as_bytes()).await.unwrap();
+    let mut out = String::new();
+    let _ = tokio::time::timeout(Duration::from_secs(5), s.read_to_string(&mut out)).await;
+    out
+}
+
+pub fn mntr_value(mntr: &str, key: &str) -> Option<String> {
+    mntr.lines().find_map(|l| l.strip_prefix(key).and_then(|r| r.strip_prefix('\t')).map(str::to_owned))
+}
+
+/// Waits until every running member reports the same zxid and tree digest; returns the digest.
+pub async fn converged(cl: &Cluster) -> String {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let mut seen = Vec::new();
+        for i in (0..cl.servers.len()).filter(|i| cl.servers[*i].is_some()) {
+            let m = four_letter(&cl.addr(i), "mntr").await;
+            seen.push((mntr_value(&m, "zk_digest_zxid"), mntr_value(&m, "zk_digest")));
+        }
+        if seen.iter().all(|s| s.0.is_some() && *s == seen[0]) {
+            return seen[0].1.clone().unwrap_or_default();
+        }
+        assert!(tokio::time::Instant::now() < deadline, "members did not converge: {seen:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

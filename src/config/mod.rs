@@ -6,8 +6,8 @@
 mod tls;
 mod zoo_cfg;
 
-use tls::{tls_from_file, tls_settings, TlsFromFile};
-pub use tls::{ClientAuth, Origin, StorePassword, StoreSettings, StoreType, TlsSettings};
+use tls::{quorum_tls_from_file, tls_from_file, tls_settings, TlsFromFile};
+pub use tls::{ClientAuth, Origin, QuorumTlsSettings, StorePassword, StoreSettings, StoreType, TlsSettings, TlsStores};
 use zoo_cfg::{metrics_from_file, read_file};
 pub use zoo_cfg::{parse_zoo_cfg, CfgKeys, ZooCfg};
 
@@ -208,6 +208,8 @@ pub struct Config {
     pub sasl_super_user: Option<String>,
     /// The ensemble this server is a member of; `None` standalone.
     pub ensemble: Option<crate::raft::members::Ensemble>,
+    /// TLS between ensemble members (`sslQuorum`, `portUnification`); `None`: plaintext.
+    pub quorum_tls: Option<QuorumTlsSettings>,
     /// Read-only mode: a member cut off from the quorum serves clients that allow it, read-only.
     pub read_only_enabled: bool,
     /// Followers keep their clients through the election after a leader's crash
@@ -254,6 +256,7 @@ impl Default for Config {
             sasl_users: None,
             sasl_super_user: None,
             ensemble: None,
+            quorum_tls: None,
             read_only_enabled: false,
             keep_clients_on_leader_loss: false,
             enforce_quota: false,
@@ -307,6 +310,24 @@ const USED: &[&str] = &[
     "ssl.hostnameVerification",
     "ssl.crl",
     "ssl.ocsp",
+    "sslQuorum",
+    "portUnification",
+    "sslQuorumReloadCertFiles",
+    "ssl.quorum.keyStore.location",
+    "ssl.quorum.keyStore.type",
+    "ssl.quorum.keyStore.password",
+    "ssl.quorum.keyStore.passwordPath",
+    "ssl.quorum.trustStore.location",
+    "ssl.quorum.trustStore.type",
+    "ssl.quorum.trustStore.password",
+    "ssl.quorum.trustStore.passwordPath",
+    "ssl.quorum.clientAuth",
+    "ssl.quorum.protocol",
+    "ssl.quorum.enabledProtocols",
+    "ssl.quorum.ciphersuites",
+    "ssl.quorum.hostnameVerification",
+    "ssl.quorum.crl",
+    "ssl.quorum.ocsp",
     "X509AuthenticationProvider.superUser",
     "DigestAuthenticationProvider.superDigest",
     "superUser",
@@ -575,7 +596,8 @@ impl Config {
         let file_keys = file.map(|f| (f.name.as_str(), &f.keys));
         c.ensemble = crate::raft::members::resolve(file_keys, args.id, args.peers.as_deref(), &c.data_dir)?;
         if let (Some(_), Some(f)) = (&c.ensemble, file) {
-            refuse_quorum_security(f)?;
+            refuse_quorum_sasl(f)?;
+            c.quorum_tls = quorum_tls_from_file(&f.name, &f.keys)?;
         }
         let me = match &c.ensemble {
             Some(ens) => {
@@ -613,20 +635,20 @@ fn standalone_server_line(file: &ZooCfg, data_dir: &Path) -> Option<crate::raft:
     servers.remove(&id)
 }
 
-/// An ensemble asked to encrypt (`sslQuorum`) or authenticate (`quorum.auth.enableSasl`) its
-/// members' traffic stops startup: zkr's peer port does neither yet, and carrying on would send
-/// the traffic in the clear, or let any host join, where the operator asked otherwise.
-fn refuse_quorum_security(f: &ZooCfg) -> Result<(), ConfigError> {
-    for key in ["sslQuorum", "quorum.auth.enableSasl"] {
-        if let Some((v, line)) = f.keys.get(key).filter(|(v, _)| v.trim().eq_ignore_ascii_case("true")) {
-            return Err(ConfigError::Line {
-                file: f.name.clone(),
-                line: *line,
-                reason: format!(
-                    "{key}={v}: zkr does not yet secure the traffic between ensemble members; it refuses to start rather than run without it (set {key}=false and keep the peer ports on a private network)"
-                ),
-            });
-        }
+/// An ensemble asked to authenticate its members with SASL (`quorum.auth.enableSasl`) stops
+/// startup: zkr's peer port does not do it yet, and carrying on would let any host that can
+/// reach the peer port join, where the operator asked otherwise. (`sslQuorum` is served: a
+/// member then takes only members whose certificates its trust store vouches for.)
+fn refuse_quorum_sasl(f: &ZooCfg) -> Result<(), ConfigError> {
+    let key = "quorum.auth.enableSasl";
+    if let Some((v, line)) = f.keys.get(key).filter(|(v, _)| v.trim().eq_ignore_ascii_case("true")) {
+        return Err(ConfigError::Line {
+            file: f.name.clone(),
+            line: *line,
+            reason: format!(
+                "{key}={v}: zkr does not yet authenticate ensemble members with SASL; it refuses to start rather than run without it (set {key}=false and use sslQuorum=true with client certificates, or keep the peer ports on a private network)"
+            ),
+        });
     }
     Ok(())
 }
@@ -739,20 +761,51 @@ mod tests {
     }
 
     #[test]
-    fn an_ensemble_asked_for_secured_peer_traffic_stops_startup() {
+    fn quorum_sasl_stops_startup_and_quorum_tls_is_read_from_ssl_quorum_keys() {
         let dir = std::env::temp_dir().join(format!("zkr-cfg-sslquorum-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("myid"), "1\n").unwrap();
         let base =
             format!("dataDir={}\nserver.1=a:2888:3888\nserver.2=b:2888:3888\nserver.3=c:2888:3888\n", dir.display());
-        assert!(with_file(&format!("{base}sslQuorum=false\n"), ServeArgs::default()).unwrap().ensemble.is_some());
-        for (key, line) in [("sslQuorum", 5), ("quorum.auth.enableSasl", 5)] {
-            let err = with_file(&format!("{base}{key}=true\n"), ServeArgs::default()).unwrap_err().to_string();
-            assert!(err.contains(&format!("zoo.cfg:{line}")) && err.contains(key), "{err}");
-        }
-        // A standalone server has no peer traffic: ZooKeeper's standalone ignores the key too.
+        let c = with_file(&format!("{base}sslQuorum=false\n"), ServeArgs::default()).unwrap();
+        assert!(c.ensemble.is_some() && c.quorum_tls.is_none());
+        let err = with_file(&format!("{base}quorum.auth.enableSasl=true\n"), ServeArgs::default()).unwrap_err();
+        assert!(err.to_string().starts_with("zoo.cfg:5: quorum.auth.enableSasl=true"), "{err}");
+        // sslQuorum needs this member's key store and a trust store, named by line.
+        let err = with_file(&format!("{base}sslQuorum=true\n"), ServeArgs::default()).unwrap_err().to_string();
+        assert!(err.starts_with("zoo.cfg:5: sslQuorum=true needs this member's key"), "{err}");
+        let stores = "ssl.quorum.keyStore.location=/k/m1.jks\nssl.quorum.keyStore.password=pw\n";
+        let err = with_file(&format!("{base}sslQuorum=true\n{stores}"), ServeArgs::default()).unwrap_err().to_string();
+        assert!(err.starts_with("zoo.cfg:5: sslQuorum=true needs ssl.quorum.trustStore.location"), "{err}");
+        let stores = format!("{stores}ssl.quorum.trustStore.location=/k/trust.p12\nssl.quorum.trustStore.password=t\n");
+        let q =
+            with_file(&format!("{base}sslQuorum=true\n{stores}"), ServeArgs::default()).unwrap().quorum_tls.unwrap();
+        assert!(q.encrypt && !q.port_unification && q.hostname_verification && !q.reload);
+        assert_eq!((q.stores.key_store.kind, q.stores.client_auth), (StoreType::Jks, ClientAuth::Need));
+        assert_eq!(q.stores.key_store.describe(), "zoo.cfg:6: ssl.quorum.keyStore.location=/k/m1.jks");
+        assert_eq!(q.stores.trust_store.as_ref().map(|t| t.kind), Some(StoreType::Pkcs12));
+        // The client port's ssl.* keys are not the quorum's.
+        assert!(c.tls.is_none());
+        let text = format!(
+            "{base}portUnification=true\n{stores}ssl.quorum.hostnameVerification=false\nsslQuorumReloadCertFiles=true\n\
+             ssl.quorum.clientAuth=want\nssl.quorum.enabledProtocols=TLSv1.3\n"
+        );
+        let q = with_file(&text, ServeArgs::default()).unwrap().quorum_tls.unwrap();
+        assert!(!q.encrypt && q.port_unification && !q.hostname_verification && q.reload);
+        assert_eq!(q.stores.client_auth, ClientAuth::Want);
+        assert_eq!(q.stores.protocols, vec![crate::security::tls_params::Protocol::Tls13]);
+        let err =
+            with_file(&format!("{base}sslQuorum=true\n{stores}ssl.quorum.clientAuth=maybe\n"), ServeArgs::default())
+                .unwrap_err()
+                .to_string();
+        assert!(err.starts_with("zoo.cfg:10: ssl.quorum.clientAuth must be none, want or need"), "{err}");
+        let err = with_file(&format!("{base}sslQuorum=true\n{stores}ssl.quorum.crl=true\n"), ServeArgs::default())
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("zoo.cfg:10: ssl.quorum.crl=true"), "{err}");
+        // A standalone server has no peer traffic: ZooKeeper's standalone ignores the keys too.
         let c = with_file(&format!("dataDir={}\nsslQuorum=true\n", dir.display()), ServeArgs::default()).unwrap();
-        assert!(c.ensemble.is_none());
+        assert!(c.ensemble.is_none() && c.quorum_tls.is_none());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -807,10 +860,13 @@ mod tests {
         let text = "secureClientPort=2281\nssl.keyStore.location=/k/server.pem\nssl.trustStore.location=/k/ca.pem\n";
         let c = with_file(text, ServeArgs::default()).unwrap();
         let t = c.tls.unwrap();
-        assert_eq!((t.port, t.client_auth), (2281, ClientAuth::Need));
-        assert_eq!((t.key_store.path.clone(), t.key_store.kind), (PathBuf::from("/k/server.pem"), StoreType::Pem));
-        assert_eq!(t.key_store.describe(), "zoo.cfg:2: ssl.keyStore.location=/k/server.pem");
-        assert_eq!(t.key_file, None);
+        assert_eq!((t.port, t.stores.client_auth), (2281, ClientAuth::Need));
+        assert_eq!(
+            (t.stores.key_store.path.clone(), t.stores.key_store.kind),
+            (PathBuf::from("/k/server.pem"), StoreType::Pem)
+        );
+        assert_eq!(t.stores.key_store.describe(), "zoo.cfg:2: ssl.keyStore.location=/k/server.pem");
+        assert_eq!(t.stores.key_file, None);
         let e = with_file("ssl.clientAuth=maybe\n", ServeArgs::default()).unwrap_err();
         assert!(e.to_string().starts_with("zoo.cfg:1: ssl.clientAuth must be"), "{e}");
         let e = with_file("secureClientPort=2281\n", ServeArgs::default()).unwrap_err();
@@ -825,13 +881,16 @@ mod tests {
         let tls = |text: &str| {
             with_file(&format!("secureClientPort=1\n{text}"), ServeArgs::default()).map(|c| c.tls.unwrap())
         };
-        assert_eq!(tls("ssl.keyStore.location=/k/ks.jks\n").unwrap().key_store.kind, StoreType::Jks);
-        assert_eq!(tls("ssl.keyStore.location=/k/ks.p12\n").unwrap().key_store.kind, StoreType::Pkcs12);
-        assert_eq!(tls("ssl.keyStore.location=/k/ks.PFX\n").unwrap().key_store.kind, StoreType::Pkcs12);
+        assert_eq!(tls("ssl.keyStore.location=/k/ks.jks\n").unwrap().stores.key_store.kind, StoreType::Jks);
+        assert_eq!(tls("ssl.keyStore.location=/k/ks.p12\n").unwrap().stores.key_store.kind, StoreType::Pkcs12);
+        assert_eq!(tls("ssl.keyStore.location=/k/ks.PFX\n").unwrap().stores.key_store.kind, StoreType::Pkcs12);
         let t = tls("ssl.keyStore.location=/k/ks\nssl.keyStore.type=pkcs12\n").unwrap();
-        assert_eq!(t.key_store.kind, StoreType::Pkcs12);
+        assert_eq!(t.stores.key_store.kind, StoreType::Pkcs12);
         // An empty type falls back to the file name, as fromPropertyValue("") returns null.
-        assert_eq!(tls("ssl.keyStore.location=/k/a.jks\nssl.keyStore.type=\n").unwrap().key_store.kind, StoreType::Jks);
+        assert_eq!(
+            tls("ssl.keyStore.location=/k/a.jks\nssl.keyStore.type=\n").unwrap().stores.key_store.kind,
+            StoreType::Jks
+        );
         let e = tls("ssl.keyStore.location=/k/keystore\n").unwrap_err().to_string();
         assert!(e.starts_with("zoo.cfg:2: cannot tell the key store type"), "{e}");
         let e = tls("ssl.keyStore.location=/k/a.jks\nssl.keyStore.type=JCEKS\n").unwrap_err().to_string();
@@ -845,11 +904,11 @@ mod tests {
         let text = "secureClientPort=1\nssl.keyStore.location=/k/ks.jks\nssl.keyStore.password=pw\n\
                     ssl.trustStore.location=/k/ts.p12\nssl.trustStore.password=x\nssl.trustStore.passwordPath=/k/tpw\n";
         let t = with_file(text, ServeArgs::default()).unwrap().tls.unwrap();
-        assert_eq!(t.key_store.password, StorePassword::Inline("pw".into()));
-        let ts = t.trust_store.unwrap();
+        assert_eq!(t.stores.key_store.password, StorePassword::Inline("pw".into()));
+        let ts = t.stores.trust_store.unwrap();
         let origin = Origin::Line { file: "zoo.cfg".into(), line: 6, key: "ssl.trustStore.passwordPath".into() };
         assert_eq!(ts.password, StorePassword::File { path: PathBuf::from("/k/tpw"), origin });
-        assert_eq!(format!("{:?}", t.key_store.password), "Inline(hidden)");
+        assert_eq!(format!("{:?}", t.stores.key_store.password), "Inline(hidden)");
     }
 
     #[test]
@@ -860,11 +919,11 @@ mod tests {
                 .map(|c| c.tls.unwrap())
         };
         let t = tls("").unwrap();
-        assert_eq!(t.protocols, vec![Protocol::Tls12]);
-        assert_eq!(t.cipher_suites.len(), 4);
+        assert_eq!(t.stores.protocols, vec![Protocol::Tls12]);
+        assert_eq!(t.stores.cipher_suites.len(), 4);
         let t = tls("ssl.enabledProtocols=TLSv1.3,TLSv1.2\nssl.ciphersuites=TLS_AES_256_GCM_SHA384\n").unwrap();
         assert_eq!(
-            (t.protocols, t.cipher_suites),
+            (t.stores.protocols, t.stores.cipher_suites),
             (vec![Protocol::Tls12, Protocol::Tls13], vec!["TLS_AES_256_GCM_SHA384".to_owned()])
         );
         let e = tls("ssl.ciphersuites=TLS_FOO\n").unwrap_err().to_string();
@@ -877,7 +936,7 @@ mod tests {
         // Defaults also apply to a flags-only TLS port.
         let args = ServeArgs { secure_port: Some(1), tls_cert: Some("/s.pem".into()), ..Default::default() };
         let t = Config::merge(&args, None).unwrap().tls.unwrap();
-        assert_eq!((t.protocols.len(), t.cipher_suites.len()), (1, 4));
+        assert_eq!((t.stores.protocols.len(), t.stores.cipher_suites.len()), (1, 4));
         let args = ServeArgs { tls_key: Some("/k.pem".into()), ..Default::default() };
         let e = with_file("secureClientPort=1\nssl.keyStore.location=/k/a.jks\n", args).unwrap_err().to_string();
         assert!(e.contains("--tls-key goes with a PEM certificate"), "{e}");

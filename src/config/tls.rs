@@ -102,17 +102,43 @@ impl StoreSettings {
 pub struct TlsSettings {
     pub port: u16,
     pub bind: IpAddr,
-    /// The server's private key and certificate chain (`ssl.keyStore.*`, or `--tls-cert`).
+    pub stores: TlsStores,
+}
+
+/// What a TLS endpoint is made of, on the client port (`ssl.*`) and between ensemble members
+/// (`ssl.quorum.*`): ZooKeeper's `X509Util` reads the same keys under either prefix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsStores {
+    /// This server's private key and certificate chain (`keyStore.*`, or `--tls-cert`).
     pub key_store: StoreSettings,
     /// `--tls-key`: a PEM private key in a file of its own (ZooKeeper's PEM store has both).
     pub key_file: Option<PathBuf>,
-    /// CA certificates client certificates must chain to (`ssl.trustStore.*`, or `--tls-ca`).
+    /// CA certificates the peer's certificates must chain to (`trustStore.*`, or `--tls-ca`).
     pub trust_store: Option<StoreSettings>,
     pub client_auth: ClientAuth,
-    /// `ssl.enabledProtocols`, default `[ssl.protocol]` = TLSv1.2 (ZooKeeper 3.8).
+    /// `enabledProtocols`, default `[protocol]` = TLSv1.2 (ZooKeeper 3.8).
     pub protocols: Vec<crate::security::tls_params::Protocol>,
-    /// `ssl.ciphersuites` as Java/IANA names rustls implements, in the configured order.
+    /// `ciphersuites` as Java/IANA names rustls implements, in the configured order.
     pub cipher_suites: Vec<String>,
+}
+
+/// TLS between ensemble members (`sslQuorum`, `ssl.quorum.*`, `portUnification`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuorumTlsSettings {
+    /// Key and trust stores; a trust store is always there (zkr has no JDK `cacerts` to fall
+    /// back on).
+    pub stores: TlsStores,
+    /// `sslQuorum=true`: connections to other members use TLS, and only TLS is accepted unless
+    /// `port_unification`.
+    pub encrypt: bool,
+    /// `portUnification=true`: the peer port takes TLS and plaintext connections alike (ZooKeeper's
+    /// step for turning quorum TLS on in a running ensemble, one member at a time).
+    pub port_unification: bool,
+    /// `ssl.quorum.hostnameVerification` (default true): each member checks that the other's
+    /// certificate names its address, in both directions (`QuorumX509Util.shouldVerifyClientHostname`).
+    pub hostname_verification: bool,
+    /// `sslQuorumReloadCertFiles=true`: changed store files are loaded for new connections.
+    pub reload: bool,
 }
 
 /// TLS keys of a zoo.cfg, checked.
@@ -120,6 +146,12 @@ pub struct TlsSettings {
 pub(super) struct TlsFromFile {
     port: Option<u16>,
     bind: Option<IpAddr>,
+    stores: StoresFromFile,
+}
+
+/// The key and trust store keys under one prefix, checked.
+#[derive(Default)]
+pub(super) struct StoresFromFile {
     key_store: Option<StoreSettings>,
     trust_store: Option<StoreSettings>,
     client_auth: Option<ClientAuth>,
@@ -158,12 +190,11 @@ pub(super) fn store_type_of_file(path: &str) -> Result<StoreType, String> {
     }
 }
 
-/// ZooKeeper's TLS keys (`X509Util`'s `zookeeper.ssl.*` properties, which zoo.cfg sets).
+/// ZooKeeper's TLS keys of the client port (`X509Util`'s `zookeeper.ssl.*` properties, which
+/// zoo.cfg sets).
 pub(super) fn tls_from_file(name: &str, keys: &CfgKeys) -> Result<TlsFromFile, ConfigError> {
-    use crate::security::tls_params;
     let line_of = |key: &str| keys.get(key).map_or(0, |(_, l)| *l);
     let bad = |key: &str, reason: String| ConfigError::Line { file: name.to_owned(), line: line_of(key), reason };
-    let origin = |key: &str| Origin::Line { file: name.to_owned(), line: line_of(key), key: key.to_owned() };
     let value = |key: &str| keys.get(key).map(|(v, _)| v.as_str());
     let mut t = TlsFromFile::default();
     if let Some(v) = value("secureClientPort") {
@@ -178,55 +209,7 @@ pub(super) fn tls_from_file(name: &str, keys: &CfgKeys) -> Result<TlsFromFile, C
         })?;
         t.bind = Some(ip);
     }
-    for store in ["keyStore", "trustStore"] {
-        let loc = format!("ssl.{store}.location");
-        // An empty location is "not specified" to ZooKeeper: no store.
-        let Some(path) = value(&loc).filter(|p| !p.is_empty()) else { continue };
-        let ty_key = format!("ssl.{store}.type");
-        let kind = match value(&ty_key).filter(|v| !v.is_empty()) {
-            Some(ty) => store_type_named(ty).map_err(|r| bad(&ty_key, r))?,
-            None => store_type_of_file(path).map_err(|r| bad(&loc, r))?,
-        };
-        // passwordPath, when set, wins over password (X509Util.getPasswordFromConfigPropertyOrFile).
-        let path_key = format!("ssl.{store}.passwordPath");
-        let password = match value(&path_key).filter(|p| !p.is_empty()) {
-            Some(p) => StorePassword::File { path: PathBuf::from(p), origin: origin(&path_key) },
-            None => StorePassword::Inline(value(&format!("ssl.{store}.password")).unwrap_or_default().to_owned()),
-        };
-        let settings = StoreSettings { path: PathBuf::from(path), kind, password, origin: origin(&loc) };
-        if store == "keyStore" {
-            t.key_store = Some(settings);
-        } else {
-            t.trust_store = Some(settings);
-        }
-    }
-    if let Some(v) = value("ssl.clientAuth") {
-        let auth = ClientAuth::parse(v)
-            .ok_or_else(|| bad("ssl.clientAuth", format!("ssl.clientAuth must be none, want or need, found {v:?}")))?;
-        t.client_auth = Some(auth);
-    }
-    let context = value("ssl.protocol").unwrap_or(tls_params::DEFAULT_PROTOCOL);
-    tls_params::check_context_protocol(context).map_err(|r| bad("ssl.protocol", r))?;
-    let enabled = value("ssl.enabledProtocols");
-    let protocol_key = if enabled.is_some() { "ssl.enabledProtocols" } else { "ssl.protocol" };
-    let (protocols, skipped) = tls_params::enabled_protocols(enabled, context).map_err(|r| bad(protocol_key, r))?;
-    if !skipped.is_empty() {
-        tracing::warn!(file = %name, line = line_of(protocol_key), "{protocol_key}: {} not served by zkr (Java 17 disables them too), ignored", skipped.join(", "));
-    }
-    t.protocols = Some(protocols);
-    let (suites, skipped) =
-        tls_params::cipher_suites(value("ssl.ciphersuites")).map_err(|r| bad("ssl.ciphersuites", r))?;
-    if !skipped.is_empty() && keys.contains_key("ssl.ciphersuites") {
-        tracing::warn!(file = %name, line = line_of("ssl.ciphersuites"), "ssl.ciphersuites: {} not implemented by rustls, not offered", skipped.join(", "));
-    }
-    t.cipher_suites = Some(suites);
-    // Java's Boolean.parseBoolean after trim (ZKConfig.getBoolean): only "true", any case, is true.
-    let on = |key: &str| value(key).is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
-    for key in ["ssl.crl", "ssl.ocsp"] {
-        if on(key) {
-            return Err(bad(key, format!("{key}=true: zkr does not check certificate revocation (CRL/OCSP), which ZooKeeper would; remove the line or set it to false")));
-        }
-    }
+    t.stores = stores_from_file(name, keys, "ssl.")?;
     // ssl.hostnameVerification is read and has no effect here: on the client port ZooKeeper never
     // checks a client certificate's host name (ClientX509Util.shouldVerifyClientHostname() is
     // false); it checks the server's name only when it is the TLS client itself (the quorum).
@@ -236,6 +219,129 @@ pub(super) fn tls_from_file(name: &str, keys: &CfgKeys) -> Result<TlsFromFile, C
     Ok(t)
 }
 
+/// The store, protocol and cipher keys under `prefix` (`ssl.` for the client port, `ssl.quorum.`
+/// between members), as `X509Util` reads them under its config prefix.
+fn stores_from_file(name: &str, keys: &CfgKeys, prefix: &str) -> Result<StoresFromFile, ConfigError> {
+    use crate::security::tls_params;
+    let line_of = |key: &str| keys.get(key).map_or(0, |(_, l)| *l);
+    let bad = |key: &str, reason: String| ConfigError::Line { file: name.to_owned(), line: line_of(key), reason };
+    let origin = |key: &str| Origin::Line { file: name.to_owned(), line: line_of(key), key: key.to_owned() };
+    let value = |key: &str| keys.get(key).map(|(v, _)| v.as_str());
+    let mut t = StoresFromFile::default();
+    for store in ["keyStore", "trustStore"] {
+        let loc = format!("{prefix}{store}.location");
+        // An empty location is "not specified" to ZooKeeper: no store.
+        let Some(path) = value(&loc).filter(|p| !p.is_empty()) else { continue };
+        let ty_key = format!("{prefix}{store}.type");
+        let kind = match value(&ty_key).filter(|v| !v.is_empty()) {
+            Some(ty) => store_type_named(ty).map_err(|r| bad(&ty_key, r))?,
+            None => store_type_of_file(path).map_err(|r| bad(&loc, r))?,
+        };
+        // passwordPath, when set, wins over password (X509Util.getPasswordFromConfigPropertyOrFile).
+        let path_key = format!("{prefix}{store}.passwordPath");
+        let password = match value(&path_key).filter(|p| !p.is_empty()) {
+            Some(p) => StorePassword::File { path: PathBuf::from(p), origin: origin(&path_key) },
+            None => StorePassword::Inline(value(&format!("{prefix}{store}.password")).unwrap_or_default().to_owned()),
+        };
+        let settings = StoreSettings { path: PathBuf::from(path), kind, password, origin: origin(&loc) };
+        if store == "keyStore" {
+            t.key_store = Some(settings);
+        } else {
+            t.trust_store = Some(settings);
+        }
+    }
+    let auth_key = format!("{prefix}clientAuth");
+    if let Some(v) = value(&auth_key) {
+        let auth = ClientAuth::parse(v)
+            .ok_or_else(|| bad(&auth_key, format!("{auth_key} must be none, want or need, found {v:?}")))?;
+        t.client_auth = Some(auth);
+    }
+    let context_key = format!("{prefix}protocol");
+    let context = value(&context_key).unwrap_or(tls_params::DEFAULT_PROTOCOL);
+    tls_params::check_context_protocol(context).map_err(|r| bad(&context_key, r))?;
+    let enabled_key = format!("{prefix}enabledProtocols");
+    let enabled = value(&enabled_key);
+    let protocol_key = if enabled.is_some() { enabled_key } else { context_key };
+    let (protocols, skipped) = tls_params::enabled_protocols(enabled, context).map_err(|r| bad(&protocol_key, r))?;
+    if !skipped.is_empty() {
+        tracing::warn!(file = %name, line = line_of(&protocol_key), "{protocol_key}: {} not served by zkr (Java 17 disables them too), ignored", skipped.join(", "));
+    }
+    t.protocols = Some(protocols);
+    let suites_key = format!("{prefix}ciphersuites");
+    let (suites, skipped) = tls_params::cipher_suites(value(&suites_key)).map_err(|r| bad(&suites_key, r))?;
+    if !skipped.is_empty() && keys.contains_key(&suites_key) {
+        tracing::warn!(file = %name, line = line_of(&suites_key), "{suites_key}: {} not implemented by rustls, not offered", skipped.join(", "));
+    }
+    t.cipher_suites = Some(suites);
+    for key in [format!("{prefix}crl"), format!("{prefix}ocsp")] {
+        if java_true(value(&key)) {
+            return Err(bad(&key, format!("{key}=true: zkr does not check certificate revocation (CRL/OCSP), which ZooKeeper would; remove the line or set it to false")));
+        }
+    }
+    Ok(t)
+}
+
+/// Java's `Boolean.parseBoolean` after trim (`ZKConfig.getBoolean`): only "true", any case.
+fn java_true(v: Option<&str>) -> bool {
+    v.is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+}
+
+/// Protocols and suites from a zoo.cfg, or ZooKeeper's defaults.
+fn protocols_and_suites(
+    file: &mut StoresFromFile,
+) -> Result<(Vec<crate::security::tls_params::Protocol>, Vec<String>), ConfigError> {
+    use crate::security::tls_params;
+    if let (Some(p), Some(c)) = (file.protocols.take(), file.cipher_suites.take()) {
+        return Ok((p, c));
+    }
+    let protocols = tls_params::enabled_protocols(None, tls_params::DEFAULT_PROTOCOL).map_err(ConfigError::Invalid)?.0;
+    let suites = tls_params::cipher_suites(None).map_err(ConfigError::Invalid)?.0;
+    Ok((protocols, suites))
+}
+
+/// TLS between ensemble members, from `sslQuorum`, `portUnification`, `sslQuorumReloadCertFiles`
+/// and the `ssl.quorum.*` keys; None when neither `sslQuorum` nor `portUnification` is true.
+pub(super) fn quorum_tls_from_file(name: &str, keys: &CfgKeys) -> Result<Option<QuorumTlsSettings>, ConfigError> {
+    let line_of = |key: &str| keys.get(key).map_or(0, |(_, l)| *l);
+    let bad = |key: &str, reason: String| ConfigError::Line { file: name.to_owned(), line: line_of(key), reason };
+    let value = |key: &str| keys.get(key).map(|(v, _)| v.as_str());
+    let encrypt = java_true(value("sslQuorum"));
+    let port_unification = java_true(value("portUnification"));
+    if !encrypt && !port_unification {
+        return Ok(None);
+    }
+    let on = if encrypt { "sslQuorum" } else { "portUnification" };
+    let mut file = stores_from_file(name, keys, "ssl.quorum.")?;
+    let key_store = file.key_store.take().ok_or_else(|| {
+        bad(on, format!("{on}=true needs this member's key and certificate: set ssl.quorum.keyStore.location"))
+    })?;
+    let trust_store = file.trust_store.take().ok_or_else(|| {
+        bad(on, format!("{on}=true needs ssl.quorum.trustStore.location: zkr checks the other members' certificates against it (it has no Java cacerts to fall back on)"))
+    })?;
+    // ZooKeeper's default is need (X509Util's ClientAuth.fromPropertyValue(null)).
+    let client_auth = file.client_auth.unwrap_or(ClientAuth::Need);
+    let (protocols, cipher_suites) = protocols_and_suites(&mut file)?;
+    let hostname_verification = match value("ssl.quorum.hostnameVerification") {
+        // ZKConfig.getBoolean(key, true): a value other than true/false is false to Java.
+        Some(v) => java_true(Some(v)),
+        None => true,
+    };
+    Ok(Some(QuorumTlsSettings {
+        stores: TlsStores {
+            key_store,
+            key_file: None,
+            trust_store: Some(trust_store),
+            client_auth,
+            protocols,
+            cipher_suites,
+        },
+        encrypt,
+        port_unification,
+        hostname_verification,
+        reload: java_true(value("sslQuorumReloadCertFiles")),
+    }))
+}
+
 /// Flags over zoo.cfg for the TLS port; None when no secure port is configured. The flags name
 /// PEM files (`--tls-cert`, `--tls-key`, `--tls-ca`); key stores of other types come from zoo.cfg.
 pub(super) fn tls_settings(
@@ -243,12 +349,12 @@ pub(super) fn tls_settings(
     file: TlsFromFile,
     plain_bind: IpAddr,
 ) -> Result<Option<TlsSettings>, ConfigError> {
-    use crate::security::tls_params;
+    let mut stores = file.stores;
     let client_auth = match &args.tls_client_auth {
         Some(v) => Some(ClientAuth::parse(v).ok_or_else(|| {
             ConfigError::Invalid(format!("--tls-client-auth must be none, want or need, found {v:?}"))
         })?),
-        None => file.client_auth,
+        None => stores.client_auth,
     };
     let Some(port) = args.secure_port.or(file.port) else {
         if args.tls_cert.is_some() || args.tls_key.is_some() || args.tls_ca.is_some() {
@@ -260,7 +366,7 @@ pub(super) fn tls_settings(
     };
     let key_store = match &args.tls_cert {
         Some(p) => StoreSettings::pem_flag(p.clone(), "--tls-cert"),
-        None => file.key_store.ok_or_else(|| {
+        None => stores.key_store.take().ok_or_else(|| {
             ConfigError::Invalid(
                 "the secure port needs a server certificate (--tls-cert or ssl.keyStore.location)".into(),
             )
@@ -275,7 +381,7 @@ pub(super) fn tls_settings(
     }
     let trust_store = match &args.tls_ca {
         Some(p) => Some(StoreSettings::pem_flag(p.clone(), "--tls-ca")),
-        None => file.trust_store,
+        None => stores.trust_store.take(),
     };
     // ZooKeeper's default is need; without a CA there is nothing to check a client against.
     let client_auth = client_auth.unwrap_or(if trust_store.is_some() { ClientAuth::Need } else { ClientAuth::None });
@@ -284,24 +390,17 @@ pub(super) fn tls_settings(
             "client certificates (want/need) need CA certificates (--tls-ca or ssl.trustStore.location)".into(),
         ));
     }
-    let defaults = || -> Result<_, ConfigError> {
-        let protocols =
-            tls_params::enabled_protocols(None, tls_params::DEFAULT_PROTOCOL).map_err(ConfigError::Invalid)?.0;
-        let suites = tls_params::cipher_suites(None).map_err(ConfigError::Invalid)?.0;
-        Ok((protocols, suites))
-    };
-    let (protocols, cipher_suites) = match (file.protocols, file.cipher_suites) {
-        (Some(p), Some(c)) => (p, c),
-        _ => defaults()?,
-    };
+    let (protocols, cipher_suites) = protocols_and_suites(&mut stores)?;
     Ok(Some(TlsSettings {
         port,
         bind: file.bind.unwrap_or(plain_bind),
-        key_store,
-        key_file: args.tls_key.clone(),
-        trust_store,
-        client_auth,
-        protocols,
-        cipher_suites,
+        stores: TlsStores {
+            key_store,
+            key_file: args.tls_key.clone(),
+            trust_store,
+            client_auth,
+            protocols,
+            cipher_suites,
+        },
     }))
 }

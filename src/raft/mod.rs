@@ -8,11 +8,13 @@
 //! ```
 //! Modules: `members` (zoo.cfg's `server.N`, myid, `--peers`), `command` (the log entry),
 //! `types` (openraft's type config, zxids from log ids), `log_store` (the Raft log on disk),
-//! `state_machine` (the bridge to the core, snapshots), `network` (peer frames and RPCs),
+//! `state_machine` (the bridge to the core, snapshots), `network` (peer frames and RPCs), `link`
+//! (plain or TLS peer connections),
 //! `member` (the running member: peer listener, proposer, role watcher). This file starts one.
 
 pub mod command;
 pub mod config_file;
+pub mod link;
 pub mod log_store;
 pub mod member;
 pub mod members;

@@ -9,9 +9,11 @@
 //! ```
 //! A frame that is too long, fails its checksum or does not decode closes that connection with
 //! a log line, never the member. Only the peer port is used; the election port of `server.N`
-//! is accepted and shown, but zkr elects over the peer port (Raft's vote RPC).
+//! is accepted and shown, but zkr elects over the peer port (Raft's vote RPC). Connections are
+//! plain TCP or TLS (`link`).
 
 use super::command::Command;
+use super::link::{Link, PeerStream};
 use super::types::{MemberId, Zkr};
 use crate::txn::SessionId;
 use bincode::Options;
@@ -24,13 +26,10 @@ use openraft::raft::{
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 /// Largest frame accepted: a batch of entries or a snapshot chunk (openraft's default chunk is
 /// 3 MiB), with room for the largest znode data (jute.maxbuffer) several times over.
 pub const MAX_FRAME: u32 = 64 * 1024 * 1024;
-/// How long a peer connection may take to open.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
 #[derive(Debug, thiserror::Error)]
 pub enum PeerError {
@@ -42,6 +41,8 @@ pub enum PeerError {
     Checksum,
     #[error("undecodable frame: {0}")]
     Decode(#[from] bincode::Error),
+    #[error("{0}")]
+    Tls(String),
 }
 
 fn codec() -> impl bincode::Options {
@@ -123,36 +124,25 @@ pub enum ForwardReply {
     Reconfig { seq: u64, result: Result<u64, Option<i32>> },
 }
 
-/// Opens a peer connection of `kind` to `addr`.
-pub async fn connect(addr: &str, me: MemberId, kind: Kind) -> Result<TcpStream, PeerError> {
-    let s = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr))
-        .await
-        .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, format!("connecting to {addr} timed out")))??;
-    let _ = s.set_nodelay(true);
-    let mut s = s;
-    write_frame(&mut s, &Hello { from: me, kind }).await?;
-    Ok(s)
-}
-
 /// Makes RPC clients for openraft.
 pub struct Network {
-    pub me: MemberId,
+    pub link: Link,
 }
 
 impl RaftNetworkFactory<Zkr> for Network {
     type Network = PeerClient;
 
     async fn new_client(&mut self, target: MemberId, node: &super::members::ServerSpec) -> PeerClient {
-        PeerClient { me: self.me, target, addr: node.peer_addr(), conn: None, reachable: true }
+        PeerClient { link: self.link.clone(), target, addr: node.peer_addr(), conn: None, reachable: true }
     }
 }
 
 /// openraft's RPCs to one member, over one connection reopened when it breaks.
 pub struct PeerClient {
-    me: MemberId,
+    link: Link,
     target: MemberId,
     addr: String,
-    conn: Option<TcpStream>,
+    conn: Option<PeerStream>,
     /// Whether the last RPC got through: a change is logged once, not every retry (openraft's
     /// own per-retry errors are filtered out of the default log).
     reachable: bool,
@@ -166,7 +156,7 @@ impl PeerClient {
     ) -> Result<RpcResponse, RPCError<MemberId, super::members::ServerSpec, E>> {
         let conn = match self.conn.take() {
             Some(c) => c,
-            None => match connect(&self.addr, self.me, Kind::Rpc).await {
+            None => match self.link.connect(&self.addr, Kind::Rpc).await {
                 Ok(c) => c,
                 Err(e) => {
                     self.lost(&e);

@@ -155,6 +155,7 @@ pub enum SeedError {
 /// Asks the other voters whether they are empty, until a quorum (this member included) is and
 /// none has state. Returns the highest term any of them reported.
 pub async fn probe(
+    link: &crate::raft::link::Link,
     ens: &Ensemble,
     stop: &tokio_util::sync::CancellationToken,
     every: Duration,
@@ -170,7 +171,7 @@ pub async fn probe(
         let asking: Vec<MemberId> = voters.iter().copied().filter(|p| !empty.contains(p)).collect();
         for peer in asking {
             let Some(spec) = ens.members.get(&peer) else { continue };
-            match ask(&spec.peer_addr(), me).await {
+            match ask(&spec.peer_addr(), link).await {
                 Some(a) if a.empty => {
                     empty.insert(peer);
                     max_term = max_term.max(a.term);
@@ -194,9 +195,9 @@ pub async fn probe(
     }
 }
 
-async fn ask(addr: &str, me: MemberId) -> Option<SeedAnswer> {
+async fn ask(addr: &str, link: &crate::raft::link::Link) -> Option<SeedAnswer> {
     let exchange = async {
-        let mut s = network::connect(addr, me, Kind::Rpc).await?;
+        let mut s = link.connect(addr, Kind::Rpc).await?;
         network::write_frame(&mut s, &RpcRequest::SeedProbe).await?;
         network::read_frame::<_, RpcResponse>(&mut s).await
     };

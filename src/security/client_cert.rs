@@ -57,7 +57,7 @@ fn bad(e: CertificateError) -> Error {
 /// A v1 client certificate is good when a trust store certificate whose subject is its issuer
 /// signed it and `now` is inside its validity period (Java's PKIX path of length one; a trust
 /// anchor is trusted as it is, its own dates are not checked, as in Java and webpki).
-fn verify_v1(leaf_der: &[u8], anchors: &[CertificateDer<'_>], now: UnixTime) -> Result<(), Error> {
+pub(crate) fn verify_v1(leaf_der: &[u8], anchors: &[CertificateDer<'_>], now: UnixTime) -> Result<(), Error> {
     let (_, leaf) = X509Certificate::from_der(leaf_der).map_err(|_| bad(CertificateError::BadEncoding))?;
     let secs = i64::try_from(now.as_secs()).map_err(|_| bad(CertificateError::Expired))?;
     let now = x509_parser::time::ASN1Time::from_timestamp(secs).map_err(|_| bad(CertificateError::Expired))?;
@@ -117,24 +117,7 @@ impl ClientCertVerifier for ClientCerts {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, Error> {
-        if version(cert) != Some(0) {
-            return self.webpki.verify_tls12_signature(message, cert, dss);
-        }
-        // rustls' helper parses the certificate with webpki (v3 only); the key is all it needs.
-        let spki = spki_of(cert)?;
-        let key = webpki::RawPublicKeyEntity::try_from(&spki).map_err(|_| bad(CertificateError::BadEncoding))?;
-        let candidates = self
-            .algorithms
-            .mapping
-            .iter()
-            .find(|(scheme, _)| *scheme == dss.scheme)
-            .map(|(_, algs)| *algs)
-            .ok_or(Error::PeerMisbehaved(rustls::PeerMisbehaved::SignedHandshakeWithUnadvertisedSigScheme))?;
-        if candidates.iter().any(|alg| key.verify_signature(*alg, message, dss.signature()).is_ok()) {
-            Ok(HandshakeSignatureValid::assertion())
-        } else {
-            Err(bad(CertificateError::BadSignature))
-        }
+        tls12_signature(&self.algorithms, message, cert, dss)
     }
 
     fn verify_tls13_signature(
@@ -143,13 +126,54 @@ impl ClientCertVerifier for ClientCerts {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, Error> {
-        if version(cert) != Some(0) {
-            return self.webpki.verify_tls13_signature(message, cert, dss);
-        }
-        rustls::crypto::verify_tls13_signature_with_raw_key(message, &spki_of(cert)?, dss, &self.algorithms)
+        tls13_signature(&self.algorithms, message, cert, dss)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.webpki.supported_verify_schemes()
     }
+}
+
+/// A TLS 1.2 handshake signature by `cert`'s key, v1 certificates included (rustls' own helper
+/// parses the certificate with webpki, v3 only; the key is all it needs).
+pub(crate) fn tls12_signature(
+    algorithms: &WebPkiSupportedAlgorithms,
+    message: &[u8],
+    cert: &CertificateDer<'_>,
+    dss: &DigitallySignedStruct,
+) -> Result<HandshakeSignatureValid, Error> {
+    if version(cert) != Some(0) {
+        return rustls::crypto::verify_tls12_signature(message, cert, dss, algorithms);
+    }
+    let spki = spki_of(cert)?;
+    let key = webpki::RawPublicKeyEntity::try_from(&spki).map_err(|_| bad(CertificateError::BadEncoding))?;
+    let candidates = algorithms
+        .mapping
+        .iter()
+        .find(|(scheme, _)| *scheme == dss.scheme)
+        .map(|(_, algs)| *algs)
+        .ok_or(Error::PeerMisbehaved(rustls::PeerMisbehaved::SignedHandshakeWithUnadvertisedSigScheme))?;
+    if candidates.iter().any(|alg| key.verify_signature(*alg, message, dss.signature()).is_ok()) {
+        Ok(HandshakeSignatureValid::assertion())
+    } else {
+        Err(bad(CertificateError::BadSignature))
+    }
+}
+
+/// A TLS 1.3 handshake signature by `cert`'s key, v1 certificates included.
+pub(crate) fn tls13_signature(
+    algorithms: &WebPkiSupportedAlgorithms,
+    message: &[u8],
+    cert: &CertificateDer<'_>,
+    dss: &DigitallySignedStruct,
+) -> Result<HandshakeSignatureValid, Error> {
+    if version(cert) != Some(0) {
+        return rustls::crypto::verify_tls13_signature(message, cert, dss, algorithms);
+    }
+    rustls::crypto::verify_tls13_signature_with_raw_key(message, &spki_of(cert)?, dss, algorithms)
+}
+
+/// Whether `cert` is a version 1 certificate (no extensions), which webpki refuses.
+pub(crate) fn is_v1(cert: &[u8]) -> bool {
+    version(cert) == Some(0)
 }

@@ -6,9 +6,11 @@
 
 pub mod client_cert;
 pub mod digest_md5;
+pub mod hostname;
 pub mod jaas;
 pub mod jks;
 pub mod keystore;
+pub mod quorum_tls;
 #[cfg(test)]
 mod testkit;
 pub mod tls;

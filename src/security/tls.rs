@@ -5,7 +5,7 @@
 
 use super::keystore::{self, KeyEntry, StoreError};
 use super::{client_cert, tls_params, x500};
-use crate::config::{ClientAuth, TlsSettings};
+use crate::config::{ClientAuth, TlsSettings, TlsStores};
 use crate::proto::Id;
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -41,22 +41,13 @@ pub struct TlsContext {
 impl TlsContext {
     /// Loads the stores; any problem stops startup with the setting that named the file.
     pub fn load(settings: TlsSettings) -> Result<Arc<TlsContext>, TlsError> {
-        let config = server_config(&settings)?;
+        let config = server_config(&settings.stores)?;
         Ok(Arc::new(TlsContext { settings, current: parking_lot::RwLock::new(config) }))
     }
 
     /// The acceptor for a new connection; connections already open keep theirs.
     pub fn acceptor(&self) -> tokio_rustls::TlsAcceptor {
         tokio_rustls::TlsAcceptor::from(self.current.read().clone())
-    }
-
-    /// The files whose change reloads the port: the key store (and `--tls-key`), the trust store.
-    fn watched(&self) -> Vec<PathBuf> {
-        let s = &self.settings;
-        let mut files = vec![s.key_store.path.clone()];
-        files.extend(s.key_file.clone());
-        files.extend(s.trust_store.as_ref().map(|t| t.path.clone()));
-        files
     }
 
     /// Reloads the key and trust stores when one of their files changes, until `stop`, as
@@ -67,36 +58,61 @@ impl TlsContext {
     /// zkr looks at the files every `every` and reloads once a change has settled for one
     /// look, so a half-written file is not loaded, and a symlink swap (Kubernetes secrets) counts.
     /// ZooKeeper 3.8 itself reloads only quorum certificates (`sslQuorumReloadCertFiles`), not
-    /// the client port's; zkr always reloads the client port.
+    /// the client port's; zkr always reloads the client port (and the quorum's when asked).
     pub async fn watch(self: Arc<Self>, stop: CancellationToken, every: Duration) {
-        let files = self.watched();
-        let mut loaded = stamps(&files);
-        let mut last = loaded.clone();
-        loop {
-            tokio::select! {
-                _ = stop.cancelled() => return,
-                _ = tokio::time::sleep(every) => {}
-            }
-            let now = stamps(&files);
-            let settled = now == last;
-            last = now.clone();
-            if !settled || now == loaded || now.iter().any(Option::is_none) {
-                continue;
-            }
-            loaded = now;
-            let settings = self.settings.clone();
-            match tokio::task::spawn_blocking(move || server_config(&settings)).await {
-                Ok(Ok(config)) => {
-                    *self.current.write() = config;
-                    tracing::info!(
-                        "TLS key/trust store changed: new connections on the secure port use the reloaded certificates"
-                    );
-                }
-                Ok(Err(e)) => tracing::warn!(
+        let files = watched(&self.settings.stores);
+        watch_files(files, stop, every, move || {
+            let config = server_config(&self.settings.stores)?;
+            *self.current.write() = config;
+            tracing::info!(
+                "TLS key/trust store changed: new connections on the secure port use the reloaded certificates"
+            );
+            Ok(())
+        })
+        .await
+    }
+}
+
+/// The files whose change reloads a TLS endpoint: the key store (and `--tls-key`), the trust store.
+pub(crate) fn watched(s: &TlsStores) -> Vec<PathBuf> {
+    let mut files = vec![s.key_store.path.clone()];
+    files.extend(s.key_file.clone());
+    files.extend(s.trust_store.as_ref().map(|t| t.path.clone()));
+    files
+}
+
+/// Calls `reload` (on a blocking thread) each time `files` have changed and settled, until
+/// `stop`: a changed or newly created file counts once it is the same for one look `every`
+/// later, so a half-written file is not loaded; a deleted file is waited for. A reload that
+/// fails is logged and the previous certificates stay.
+pub(crate) async fn watch_files<F>(files: Vec<PathBuf>, stop: CancellationToken, every: Duration, reload: F)
+where
+    F: Fn() -> Result<(), TlsError> + Send + Sync + 'static,
+{
+    let reload = Arc::new(reload);
+    let mut loaded = stamps(&files);
+    let mut last = loaded.clone();
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(every) => {}
+        }
+        let now = stamps(&files);
+        let settled = now == last;
+        last = now.clone();
+        if !settled || now == loaded || now.iter().any(Option::is_none) {
+            continue;
+        }
+        loaded = now;
+        let reload = reload.clone();
+        match tokio::task::spawn_blocking(move || reload()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                tracing::warn!(
                     "TLS key/trust store changed but cannot be loaded, keeping the previous certificates: {e}"
-                ),
-                Err(e) => tracing::warn!("TLS reload failed: {e}"),
+                )
             }
+            Err(e) => tracing::warn!("TLS reload failed: {e}"),
         }
     }
 }
@@ -114,8 +130,11 @@ fn stamps(files: &[PathBuf]) -> Vec<Option<Stamp>> {
         .collect()
 }
 
-/// Builds the rustls configuration from the settings, reading every store.
-fn server_config(s: &TlsSettings) -> Result<Arc<rustls::ServerConfig>, TlsError> {
+/// The crypto provider restricted to the configured suites, and the protocol versions those
+/// suites can serve (an error when none: ZooKeeper would fail every handshake).
+pub(crate) fn provider_and_versions(
+    s: &TlsStores,
+) -> Result<(Arc<CryptoProvider>, Vec<&'static rustls::SupportedProtocolVersion>), TlsError> {
     let suites = tls_params::resolve(&s.cipher_suites);
     let (protocols, dropped) = tls_params::usable_protocols(&s.protocols, &suites);
     if protocols.is_empty() {
@@ -133,6 +152,21 @@ fn server_config(s: &TlsSettings) -> Result<Arc<rustls::ServerConfig>, TlsError>
     }
     let versions: Vec<_> = protocols.iter().map(|p| p.rustls()).collect();
     let provider = Arc::new(CryptoProvider { cipher_suites: suites, ..rustls::crypto::ring::default_provider() });
+    Ok((provider, versions))
+}
+
+/// This endpoint's keys, each checked against its certificate.
+pub(crate) fn own_keys(s: &TlsStores, provider: &CryptoProvider) -> Result<Vec<Arc<CertifiedKey>>, TlsError> {
+    let mut keys = Vec::new();
+    for entry in keystore::key_entries(&s.key_store, s.key_file.as_deref())? {
+        keys.push(certified(entry, provider).map_err(|reason| TlsError::Key { at: s.key_store.describe(), reason })?);
+    }
+    Ok(keys)
+}
+
+/// Builds the rustls server configuration from the settings, reading every store.
+pub(crate) fn server_config(s: &TlsStores) -> Result<Arc<rustls::ServerConfig>, TlsError> {
+    let (provider, versions) = provider_and_versions(s)?;
     let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&versions)
         .map_err(|e| TlsError::Rustls(e.to_string()))?;
@@ -145,10 +179,7 @@ fn server_config(s: &TlsSettings) -> Result<Arc<rustls::ServerConfig>, TlsError>
             builder.with_client_cert_verifier(Arc::new(verifier))
         }
     };
-    let mut keys = Vec::new();
-    for entry in keystore::key_entries(&s.key_store, s.key_file.as_deref())? {
-        keys.push(certified(entry, &provider).map_err(|reason| TlsError::Key { at: s.key_store.describe(), reason })?);
-    }
+    let keys = own_keys(s, &provider)?;
     let mut config = builder.with_cert_resolver(Arc::new(ServerKeys(keys)));
     // The server's order of ssl.ciphersuites decides, as a Java server's does (JSSE servers
     // honour their own suite order by default): ZooKeeper's list puts AES-128-GCM first.

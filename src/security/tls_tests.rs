@@ -1,7 +1,7 @@
 //! The acceptor over real handshakes (tokio duplex pipes), with stores from `testkit.rs`.
 
 use super::*;
-use crate::config::{Origin, StorePassword, StoreSettings, StoreType};
+use crate::config::{Origin, StorePassword, StoreSettings, StoreType, TlsStores};
 use crate::security::testkit::{self, PW};
 use crate::security::tls_params::Protocol;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
@@ -22,12 +22,14 @@ fn settings(key_store: StoreSettings, trust: Option<StoreSettings>, auth: Client
     TlsSettings {
         port: 0,
         bind: [127, 0, 0, 1].into(),
-        key_store,
-        key_file: None,
-        trust_store: trust,
-        client_auth: auth,
-        protocols: vec![Protocol::Tls12],
-        cipher_suites: tls_params::cipher_suites(None).unwrap().0,
+        stores: TlsStores {
+            key_store,
+            key_file: None,
+            trust_store: trust,
+            client_auth: auth,
+            protocols: vec![Protocol::Tls12],
+            cipher_suites: tls_params::cipher_suites(None).unwrap().0,
+        },
     }
 }
 
@@ -151,15 +153,15 @@ async fn serves_jks_pkcs12_and_pem_with_zookeeper_default_protocols() {
 async fn enabled_protocols_and_suites() {
     let Some(d) = testkit::dir() else { return };
     let mut s = settings(store(&d.join("server.jks"), StoreType::Jks), None, ClientAuth::None);
-    s.protocols = vec![Protocol::Tls12, Protocol::Tls13];
-    s.cipher_suites =
+    s.stores.protocols = vec![Protocol::Tls12, Protocol::Tls13];
+    s.stores.cipher_suites =
         tls_params::cipher_suites(Some("TLS_AES_128_GCM_SHA256,TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256")).unwrap().0;
     let tls = TlsContext::load(s.clone()).unwrap();
     assert_eq!(handshake(&tls, client(None, None)).await.unwrap().1, "TLSv1_3");
     assert_eq!(handshake(&tls, client(Some(Protocol::Tls12), None)).await.unwrap().1, "TLSv1_2");
     // TLSv1.3 alone with ZooKeeper's default suites (all TLS 1.2): refused at startup.
-    s.protocols = vec![Protocol::Tls13];
-    s.cipher_suites = tls_params::cipher_suites(None).unwrap().0;
+    s.stores.protocols = vec![Protocol::Tls13];
+    s.stores.cipher_suites = tls_params::cipher_suites(None).unwrap().0;
     let e = TlsContext::load(s).unwrap_err().to_string();
     assert!(e.contains("no suite for the enabled protocols (TLSv1.3)"), "{e}");
 }
@@ -169,8 +171,8 @@ async fn client_certificates_v3_and_v1() {
     let Some(d) = testkit::dir() else { return };
     let trust = store(&d.join("trust.jks"), StoreType::Jks);
     let mut s = settings(store(&d.join("server.p12"), StoreType::Pkcs12), Some(trust), ClientAuth::Need);
-    s.protocols = vec![Protocol::Tls12, Protocol::Tls13];
-    s.cipher_suites =
+    s.stores.protocols = vec![Protocol::Tls12, Protocol::Tls13];
+    s.stores.cipher_suites =
         tls_params::cipher_suites(Some("TLS_AES_128_GCM_SHA256,TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256")).unwrap().0;
     let tls = TlsContext::load(s).unwrap();
     let v3 = (d.join("server.pem"), d.join("server.key"));
@@ -230,7 +232,7 @@ async fn a_changed_key_store_serves_new_connections() {
 fn a_key_that_is_not_the_certificates_is_refused() {
     let Some(d) = testkit::dir() else { return };
     let mut s = settings(store(&d.join("server2.pem"), StoreType::Pem), None, ClientAuth::None);
-    s.key_file = Some(d.join("server.key"));
+    s.stores.key_file = Some(d.join("server.key"));
     let e = TlsContext::load(s).unwrap_err().to_string();
     assert!(e.contains("the private key does not belong to the certificate"), "{e}");
 }

@@ -37,6 +37,8 @@ pub enum StartError {
     Thread(std::io::Error),
     #[error("secure client port: {0}")]
     Tls(#[from] crate::security::tls::TlsError),
+    #[error("quorum TLS (sslQuorum): {0}")]
+    QuorumTls(crate::security::tls::TlsError),
     #[error("ensemble: {0}")]
     Ensemble(String),
 }
@@ -413,14 +415,24 @@ async fn start_member(
     let me = ens.my_id;
     let spec = ens.me().cloned().ok_or_else(|| StartError::Ensemble(format!("server.{me} is not in the ensemble")))?;
     std::fs::create_dir_all(&cfg.data_dir).map_err(|e| crate::storage::StorageError::io(&cfg.data_dir, e))?;
+    let quorum_tls = match &cfg.quorum_tls {
+        Some(q) => Some(crate::security::quorum_tls::QuorumTls::load(q.clone()).map_err(StartError::QuorumTls)?),
+        None => None,
+    };
+    if let Some(t) = quorum_tls.as_ref().filter(|t| t.settings().reload) {
+        let every = crate::security::tls::RELOAD_POLL;
+        tokio::spawn(t.clone().watch(shutdown.clone(), every));
+    }
+    let link = crate::raft::link::Link::new(me, quorum_tls);
     if crate::raft::seed::wanted(cfg)? {
         // Asked every heartbeat: an empty member started with this one initializes after one
         // election timeout (ten heartbeats) unless it has heard this member's probe (a probe
         // every 500 ms lost that race at tickTime 200 on a loaded machine).
         let every = crate::raft::raft_config(cfg, ens).map(|c| c.heartbeat_interval).unwrap_or(100);
-        let peers_term = crate::raft::seed::probe(ens, shutdown, Duration::from_millis(every)).await.map_err(|e| {
-            StartError::Ensemble(format!("cannot seed the ensemble from {}: {e}", cfg.data_dir.display()))
-        })?;
+        let peers_term =
+            crate::raft::seed::probe(&link, ens, shutdown, Duration::from_millis(every)).await.map_err(|e| {
+                StartError::Ensemble(format!("cannot seed the ensemble from {}: {e}", cfg.data_dir.display()))
+            })?;
         crate::raft::seed::seed(cfg, ens, peers_term)?;
     }
     let lock = crate::storage::lock(&cfg.data_dir)?;
@@ -461,7 +473,7 @@ async fn start_member(
         .spawn(move || core.run(core_rx))
         .map_err(StartError::Thread)?;
     let sm = state_machine::StateMachine::new(core_tx.clone(), snap_dir, applied, membership);
-    let raft = crate::raft::types::Raft::new(me, Arc::new(raft_cfg), network::Network { me }, log, sm)
+    let raft = crate::raft::types::Raft::new(me, Arc::new(raft_cfg), network::Network { link: link.clone() }, log, sm)
         .await
         .map_err(|e| StartError::Ensemble(format!("cannot start Raft: {e}")))?;
     let peer = spec.peer_addr();
@@ -472,6 +484,7 @@ async fn start_member(
     member::tag_logs(me, status.clone());
     let submitter = member::Submitter::spawn(raft.clone(), shutdown.clone());
     let peers = tokio::spawn(member::serve_peers(
+        link.clone(),
         listener,
         raft.clone(),
         submitter.clone(),
@@ -504,7 +517,7 @@ async fn start_member(
     }
     let shared = Arc::new(parking_lot::RwLock::new(ens.clone()));
     tokio::spawn(member::propose(
-        me,
+        link,
         shared.clone(),
         raft.clone(),
         submitter,

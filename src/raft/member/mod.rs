@@ -15,6 +15,7 @@ pub use peers::*;
 pub use proposer::*;
 
 use super::command::{Batch, Command, BATCH_MAX_BYTES, BATCH_MAX_COMMANDS};
+use super::link::{self, Link, PeerRead, PeerStream, PeerWrite};
 use super::members::Ensemble;
 use super::network::{self, ForwardMsg, ForwardReply, Hello, Kind, RpcRequest, RpcResponse};
 use super::types::{MemberId, Raft};
@@ -23,8 +24,7 @@ use crate::server::core::CoreMsg;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::net::tcp::OwnedWriteHalf;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 

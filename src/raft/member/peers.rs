@@ -6,6 +6,7 @@ use super::*;
 
 /// Serves the peer port: openraft's RPCs and forward streams from other members.
 pub async fn serve_peers(
+    link: Link,
     listener: TcpListener,
     raft: Raft,
     submitter: Submitter,
@@ -18,7 +19,7 @@ pub async fn serve_peers(
             _ = shutdown.cancelled() => break,
             a = listener.accept() => a,
         };
-        let (mut stream, peer) = match accepted {
+        let (tcp, peer) = match accepted {
             Ok(x) => x,
             Err(e) => {
                 tracing::warn!("peer accept failed: {e}");
@@ -26,10 +27,17 @@ pub async fn serve_peers(
                 continue;
             }
         };
-        let _ = stream.set_nodelay(true);
+        let _ = tcp.set_nodelay(true);
         let (raft, core, status, stop) = (raft.clone(), core.clone(), status.clone(), shutdown.clone());
-        let submitter = submitter.clone();
+        let (submitter, link) = (submitter.clone(), link.clone());
         tokio::spawn(async move {
+            let mut stream = match link.accept(tcp, peer).await {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::warn!(%peer, "closing peer connection: {e}");
+                    return;
+                }
+            };
             let hello =
                 tokio::time::timeout(Duration::from_secs(5), network::read_frame::<_, Hello>(&mut stream)).await;
             let hello = match hello {
@@ -47,7 +55,7 @@ pub async fn serve_peers(
                 _ = stop.cancelled() => Ok(()),
                 r = async {
                     match hello.kind {
-                        Kind::Rpc => serve_rpc(stream, hello.from, &raft, &status).await,
+                        Kind::Rpc => serve_rpc(stream, hello.from, &raft, &status, &link).await,
                         Kind::Forward => serve_forward(stream, &raft, &submitter, &core).await,
                     }
                 } => r,
@@ -71,10 +79,11 @@ pub async fn serve_peers(
 /// replication streams, e.g. after a membership change) changes nothing. The next
 /// AppendEntries, from whichever leader, makes this member a follower again.
 pub(super) async fn serve_rpc(
-    mut s: TcpStream,
+    mut s: PeerStream,
     from: MemberId,
     raft: &Raft,
     status: &MemberStatus,
+    link: &Link,
 ) -> Result<(), network::PeerError> {
     let mut replicated = false;
     let result = serve_rpc_frames(&mut s, from, raft, status, &mut replicated).await;
@@ -87,7 +96,7 @@ pub(super) async fn serve_rpc(
     tracing::debug!(peer = from, replicated, ?leader, "peer RPC connection ended");
     if replicated && leader == Some(from) {
         let alive = match addr {
-            Some(addr) => !peer_is_gone(&addr, me).await,
+            Some(addr) => !peer_is_gone(&addr, link).await,
             None => false,
         };
         if !alive && raft.metrics().borrow().current_leader == Some(from) {
@@ -104,13 +113,13 @@ pub(super) async fn serve_rpc(
 /// drops it at once. A process being killed can still complete a connect (the kernel answers
 /// for its listening socket until the file is closed), and then resets it; a live member keeps
 /// the connection open, waiting for a request. Asked three times, 50 ms apart.
-pub(super) async fn peer_is_gone(addr: &str, me: MemberId) -> bool {
+pub(super) async fn peer_is_gone(addr: &str, link: &Link) -> bool {
     use tokio::io::AsyncReadExt;
     for attempt in 0..3 {
         if attempt > 0 {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        match network::connect(addr, me, Kind::Rpc).await {
+        match link.connect(addr, Kind::Rpc).await {
             Err(_) => return true,
             Ok(mut s) => {
                 let mut b = [0u8; 1];
@@ -124,7 +133,7 @@ pub(super) async fn peer_is_gone(addr: &str, me: MemberId) -> bool {
 }
 
 pub(super) async fn serve_rpc_frames(
-    s: &mut TcpStream,
+    s: &mut PeerStream,
     from: MemberId,
     raft: &Raft,
     status: &MemberStatus,
@@ -167,12 +176,12 @@ pub(super) async fn serve_rpc_frames(
 /// The leader's end of a follower's forward stream: proposals go into the log in the order they
 /// arrive (one stream per follower keeps each session's writes in order).
 pub(super) async fn serve_forward(
-    s: TcpStream,
+    s: PeerStream,
     raft: &Raft,
     submitter: &Submitter,
     core: &mpsc::Sender<CoreMsg>,
 ) -> Result<(), network::PeerError> {
-    let (mut rd, mut wr) = s.into_split();
+    let (mut rd, mut wr) = link::split(s);
     let (tx, mut rx) = mpsc::unbounded_channel::<ForwardReply>();
     let writer = tokio::spawn(async move {
         while let Some(r) = rx.recv().await {

@@ -122,14 +122,14 @@ pub(super) async fn read_index(raft: &Raft) -> Option<u64> {
 /// A forward stream to the current leader.
 pub(super) struct Forward {
     leader: MemberId,
-    wr: OwnedWriteHalf,
+    wr: PeerWrite,
     broken: Arc<AtomicBool>,
 }
 
 /// Takes the core's proposals to the log: straight into it on the leader, over the forward
 /// stream to the leader elsewhere.
 pub async fn propose(
-    me: MemberId,
+    link: Link,
     ensemble: Arc<parking_lot::RwLock<Ensemble>>,
     raft: Raft,
     submitter: Submitter,
@@ -137,6 +137,7 @@ pub async fn propose(
     mut rx: mpsc::UnboundedReceiver<Proposal>,
     shutdown: CancellationToken,
 ) {
+    let me = link.me;
     let mut fwd: Option<Forward> = None;
     loop {
         let p = tokio::select! {
@@ -188,9 +189,9 @@ pub async fn propose(
                 refuse(&core, p).await;
                 continue;
             };
-            match network::connect(&addr, me, Kind::Forward).await {
+            match link.connect(&addr, Kind::Forward).await {
                 Ok(s) => {
-                    let (rd, wr) = s.into_split();
+                    let (rd, wr) = link::split(s);
                     let broken = Arc::new(AtomicBool::new(false));
                     tokio::spawn(read_replies(rd, core.clone(), broken.clone(), shutdown.clone()));
                     fwd = Some(Forward { leader, wr, broken });
@@ -232,7 +233,7 @@ pub(super) async fn refuse(core: &mpsc::Sender<CoreMsg>, p: Proposal) {
 }
 
 pub(super) async fn read_replies(
-    mut rd: tokio::net::tcp::OwnedReadHalf,
+    mut rd: PeerRead,
     core: mpsc::Sender<CoreMsg>,
     broken: Arc<AtomicBool>,
     shutdown: CancellationToken,

@@ -1,0 +1,136 @@
+//! Opening and taking peer connections: plain TCP, or TLS with `sslQuorum=true` (see
+//! `security::quorum_tls`). Everything above this module reads and writes frames on a
+//! [`PeerStream`] whichever it is.
+
+use super::network::{write_frame, Hello, Kind, PeerError};
+use super::types::MemberId;
+use crate::security::quorum_tls::{self, QuorumTls};
+use rustls::pki_types::ServerName;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{ReadHalf, WriteHalf};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+use tokio_util::either::Either;
+
+/// How long a peer connection may take to open.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a TLS handshake, or the first byte of a connection on a unified port, may take.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+
+pub type TlsStream = tokio_rustls::TlsStream<TcpStream>;
+/// A connection between two members.
+pub type PeerStream = Either<TcpStream, TlsStream>;
+pub type PeerRead = Either<OwnedReadHalf, ReadHalf<TlsStream>>;
+pub type PeerWrite = Either<OwnedWriteHalf, WriteHalf<TlsStream>>;
+
+/// Splits a connection for a reading task and a writing one.
+pub fn split(s: PeerStream) -> (PeerRead, PeerWrite) {
+    match s {
+        Either::Left(tcp) => {
+            let (r, w) = tcp.into_split();
+            (Either::Left(r), Either::Left(w))
+        }
+        Either::Right(tls) => {
+            let (r, w) = tokio::io::split(tls);
+            (Either::Right(r), Either::Right(w))
+        }
+    }
+}
+
+/// This member's side of its peer connections.
+#[derive(Debug, Clone)]
+pub struct Link {
+    pub me: MemberId,
+    tls: Option<Arc<QuorumTls>>,
+}
+
+impl Link {
+    pub fn new(me: MemberId, tls: Option<Arc<QuorumTls>>) -> Link {
+        Link { me, tls }
+    }
+
+    /// Opens a peer connection of `kind` to `addr` (`host:port` of a `server.N` line): TLS
+    /// when `sslQuorum=true`, the other member's certificate checked, then the hello.
+    pub async fn connect(&self, addr: &str, kind: Kind) -> Result<PeerStream, PeerError> {
+        let tcp = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await.map_err(|_| {
+            std::io::Error::new(std::io::ErrorKind::TimedOut, format!("connecting to {addr} timed out"))
+        })??;
+        let _ = tcp.set_nodelay(true);
+        let mut s = match &self.tls {
+            Some(t) if t.settings().encrypt => Either::Right(client_handshake(t, tcp, addr).await?),
+            _ => Either::Left(tcp),
+        };
+        write_frame(&mut s, &Hello { from: self.me, kind }).await?;
+        Ok(s)
+    }
+
+    /// Takes a connection another member opened: a TLS handshake when `sslQuorum=true`; with
+    /// `portUnification=true`, TLS if the first byte starts a TLS record, plaintext otherwise
+    /// (ZooKeeper's `UnifiedServerSocket`).
+    pub async fn accept(&self, tcp: TcpStream, peer: SocketAddr) -> Result<PeerStream, PeerError> {
+        let Some(t) = &self.tls else { return Ok(Either::Left(tcp)) };
+        let s = t.settings();
+        let tls = if s.port_unification { starts_tls(&tcp).await? } else { s.encrypt };
+        if !tls {
+            return Ok(Either::Left(tcp));
+        }
+        let stream = tokio::time::timeout(HANDSHAKE_TIMEOUT, t.acceptor().accept(tcp))
+            .await
+            .map_err(|_| PeerError::Tls("no TLS handshake in time".into()))?
+            .map_err(|e| PeerError::Tls(format!("TLS handshake: {e}")))?;
+        // ZKTrustManager checks the name of a certificate the client presented; with
+        // ssl.quorum.clientAuth=want or none there may be none, and nothing to check.
+        let cert = stream.get_ref().1.peer_certificates().and_then(|c| c.first());
+        if s.hostname_verification && cert.is_some() {
+            quorum_tls::check_name(cert, peer.ip(), None)
+                .await
+                .map_err(|e| PeerError::Tls(format!("member connecting from {peer}: {e}")))?;
+        }
+        Ok(Either::Right(TlsStream::Server(stream)))
+    }
+}
+
+async fn client_handshake(t: &QuorumTls, tcp: TcpStream, addr: &str) -> Result<TlsStream, PeerError> {
+    let ip = tcp.peer_addr()?.ip();
+    let host = host_of(addr);
+    let named = host.parse::<IpAddr>().is_err().then_some(host);
+    let server_name =
+        named.and_then(|h| ServerName::try_from(h.to_owned()).ok()).unwrap_or_else(|| ServerName::IpAddress(ip.into()));
+    let stream = tokio::time::timeout(HANDSHAKE_TIMEOUT, t.connector().connect(server_name, tcp))
+        .await
+        .map_err(|_| PeerError::Tls(format!("no TLS handshake with {addr} in time")))?
+        .map_err(|e| PeerError::Tls(format!("TLS handshake with {addr}: {e}")))?;
+    if t.settings().hostname_verification {
+        let cert = stream.get_ref().1.peer_certificates().and_then(|c| c.first());
+        quorum_tls::check_name(cert, ip, named).await.map_err(|e| PeerError::Tls(format!("member at {addr}: {e}")))?;
+    }
+    Ok(TlsStream::Client(stream))
+}
+
+/// The host of `host:port` (`[v6]:port` too).
+fn host_of(addr: &str) -> &str {
+    let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
+    host.trim_start_matches('[').trim_end_matches(']')
+}
+
+/// Whether a connection starts with a TLS handshake record (content type 22); a plaintext
+/// peer connection starts with a frame length, whose first byte is 0 for a hello.
+async fn starts_tls(tcp: &TcpStream) -> Result<bool, PeerError> {
+    let mut b = [0u8; 1];
+    let n = tokio::time::timeout(HANDSHAKE_TIMEOUT, tcp.peek(&mut b))
+        .await
+        .map_err(|_| PeerError::Tls("nothing received in time".into()))??;
+    Ok(n == 1 && b[0] == 0x16)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn hosts_of_peer_addresses() {
+        assert_eq!(super::host_of("zoo1.example.com:2888"), "zoo1.example.com");
+        assert_eq!(super::host_of("127.0.0.1:2888"), "127.0.0.1");
+        assert_eq!(super::host_of("[::1]:2888"), "::1");
+    }
+}

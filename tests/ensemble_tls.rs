@@ -1,0 +1,235 @@
+//! TLS between ensemble members (`sslQuorum`): three members in one process whose peer
+//! connections are TLS with certificates made here (a CA, a certificate per member), used by a
+//! real client. Members whose certificate the others cannot trust, or which names another
+//! host, stay out; `portUnification` lets plaintext and TLS members form one ensemble.
+
+mod common;
+
+use common::cluster::*;
+use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair, SanType};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use zkr::config::{ClientAuth, Config, Origin, QuorumTlsSettings, StorePassword, StoreSettings, StoreType, TlsStores};
+use zkr::server::core::replicated::Role;
+use zookeeper_client as zk;
+
+/// A certificate authority that signs member certificates into PEM key stores (key and
+/// certificate in one file, as ZooKeeper's PEM key store type has them).
+struct Ca {
+    key: KeyPair,
+    cert: rcgen::Certificate,
+    dir: PathBuf,
+}
+
+impl Ca {
+    fn new(dir: &Path, name: &str) -> Ca {
+        std::fs::create_dir_all(dir).unwrap();
+        let key = KeyPair::generate().unwrap();
+        let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
+        p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        p.distinguished_name.push(DnType::CommonName, format!("zkr test {name}"));
+        let cert = p.self_signed(&key).unwrap();
+        std::fs::write(dir.join(format!("{name}.pem")), cert.pem()).unwrap();
+        Ca { key, cert, dir: dir.to_owned() }
+    }
+
+    fn trust_store(&self, name: &str) -> PathBuf {
+        self.dir.join(format!("{name}.pem"))
+    }
+
+    /// A key store for a member whose certificate names `sans` (IP addresses or DNS names).
+    fn key_store(&self, file: &str, sans: &[&str]) -> PathBuf {
+        let key = KeyPair::generate().unwrap();
+        let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
+        p.distinguished_name.push(DnType::CommonName, file);
+        for s in sans {
+            p.subject_alt_names.push(match s.parse() {
+                Ok(ip) => SanType::IpAddress(ip),
+                Err(_) => SanType::DnsName((*s).try_into().unwrap()),
+            });
+        }
+        let cert = p.signed_by(&key, &self.cert, &self.key).unwrap();
+        let path = self.dir.join(format!("{file}.pem"));
+        std::fs::write(&path, format!("{}{}", key.serialize_pem(), cert.pem())).unwrap();
+        path
+    }
+}
+
+fn pem_store(path: PathBuf) -> StoreSettings {
+    StoreSettings {
+        path,
+        kind: StoreType::Pem,
+        password: StorePassword::Inline(String::new()),
+        origin: Origin::Flag("test"),
+    }
+}
+
+fn quorum_tls(key_store: PathBuf, trust: PathBuf, encrypt: bool, port_unification: bool) -> QuorumTlsSettings {
+    let protocols = vec![zkr::security::tls_params::Protocol::Tls12, zkr::security::tls_params::Protocol::Tls13];
+    QuorumTlsSettings {
+        stores: TlsStores {
+            key_store: pem_store(key_store),
+            key_file: None,
+            trust_store: Some(pem_store(trust)),
+            client_auth: ClientAuth::Need,
+            protocols,
+            cipher_suites: zkr::security::tls_params::cipher_suites(Some(
+                "TLS_AES_128_GCM_SHA256,TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+            ))
+            .unwrap()
+            .0,
+        },
+        encrypt,
+        port_unification,
+        hostname_verification: true,
+        reload: false,
+    }
+}
+
+/// Three members, member i (0-based) with `tls(i)`.
+fn configs(tls: impl Fn(usize) -> Option<QuorumTlsSettings>) -> Vec<Config> {
+    let mut cfgs = ensemble_configs(3);
+    for (i, c) in cfgs.iter_mut().enumerate() {
+        c.quorum_tls = tls(i);
+    }
+    cfgs
+}
+
+async fn start_all(cfgs: &[Config]) -> Vec<zkr::server::Server> {
+    let mut servers = Vec::new();
+    for c in cfgs {
+        servers.push(common::start_with(c.clone()).await.0);
+    }
+    servers
+}
+
+fn role(s: &zkr::server::Server) -> Option<Role> {
+    s.member().map(|m| m.status.role.lock().0)
+}
+
+/// Members 1 and 2 (indexes 0 and 1) elect a leader and serve writes; member 3 never hears from
+/// a leader in `wait` (it stays Looking), and a client on member 1 or 2 is not affected.
+async fn third_member_stays_out(servers: &[zkr::server::Server], wait: Duration) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let roles: Vec<_> = servers.iter().map(role).collect();
+        let pair = [roles[0], roles[1]];
+        if pair.contains(&Some(Role::Leader)) && pair.contains(&Some(Role::Follower)) {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "members 1 and 2 did not form a quorum: {roles:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let c = zk::Client::connector()
+        .session_timeout(Duration::from_secs(6))
+        .connect(&servers[0].local_addr().to_string())
+        .await
+        .expect("client on member 1");
+    c.create("/written", b"x", &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all())).await.unwrap();
+    let until = tokio::time::Instant::now() + wait;
+    while tokio::time::Instant::now() < until {
+        assert_eq!(role(&servers[2]), Some(Role::Looking), "member 3 joined the ensemble");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn members_replicate_over_tls_and_a_client_sees_one_ensemble() {
+    let dir = common::temp_dir();
+    let ca = Ca::new(&dir, "ca");
+    let cfgs = configs(|i| {
+        Some(quorum_tls(ca.key_store(&format!("m{i}"), &["127.0.0.1"]), ca.trust_store("ca"), true, false))
+    });
+    let cl = Cluster::start_with(cfgs).await;
+    let a = zk::Client::connector().session_timeout(Duration::from_secs(6)).connect(&cl.addr(0)).await.unwrap();
+    let b = zk::Client::connector().session_timeout(Duration::from_secs(6)).connect(&cl.addr(2)).await.unwrap();
+    a.create("/over-tls", b"v1", &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all())).await.unwrap();
+    b.sync("/over-tls").await.unwrap();
+    assert_eq!(b.get_data("/over-tls").await.unwrap().0, b"v1");
+    converged(&cl).await;
+
+    // The peer port speaks only TLS: a plaintext peer's hello and RPC get no answer (a
+    // plaintext member would answer this seed probe, whoever asks).
+    use zkr::raft::network::{read_frame, write_frame, Hello, Kind, RpcRequest, RpcResponse};
+    let peer = cl.cfgs[0].ensemble.as_ref().unwrap().me().unwrap().peer_addr();
+    let mut s = tokio::net::TcpStream::connect(&peer).await.unwrap();
+    write_frame(&mut s, &Hello { from: 2, kind: Kind::Rpc }).await.unwrap();
+    let _ = write_frame(&mut s, &RpcRequest::SeedProbe).await;
+    let answer = tokio::time::timeout(Duration::from_secs(10), read_frame::<_, RpcResponse>(&mut s)).await;
+    assert!(matches!(answer, Ok(Err(_))), "a plaintext peer got {answer:?}");
+    cl.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_member_whose_certificate_is_not_trusted_stays_out() {
+    let dir = common::temp_dir();
+    let ca = Ca::new(&dir, "ca");
+    let rogue = Ca::new(&dir, "rogue-ca");
+    let cfgs = configs(|i| {
+        let key_store = match i {
+            2 => rogue.key_store("m2", &["127.0.0.1"]),
+            _ => ca.key_store(&format!("m{i}"), &["127.0.0.1"]),
+        };
+        // Member 3 trusts the others; they do not trust it.
+        Some(quorum_tls(key_store, ca.trust_store("ca"), true, false))
+    });
+    let servers = start_all(&cfgs).await;
+    third_member_stays_out(&servers, Duration::from_secs(3)).await;
+    for s in servers {
+        s.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_member_whose_certificate_names_another_host_stays_out_unless_names_are_not_checked() {
+    let dir = common::temp_dir();
+    let ca = Ca::new(&dir, "ca");
+    let elsewhere = ca.key_store("m2", &["192.0.2.7", "elsewhere.invalid"]);
+    let cfgs = configs(|i| {
+        let key_store = if i == 2 { elsewhere.clone() } else { ca.key_store(&format!("m{i}"), &["127.0.0.1"]) };
+        Some(quorum_tls(key_store, ca.trust_store("ca"), true, false))
+    });
+    let servers = start_all(&cfgs).await;
+    third_member_stays_out(&servers, Duration::from_secs(3)).await;
+    for s in servers {
+        s.shutdown().await;
+    }
+    // ssl.quorum.hostnameVerification=false: the same certificates form one ensemble.
+    let cfgs = configs(|i| {
+        let key_store = if i == 2 { elsewhere.clone() } else { ca.key_store(&format!("n{i}"), &["127.0.0.1"]) };
+        let mut t = quorum_tls(key_store, ca.trust_store("ca"), true, false);
+        t.hostname_verification = false;
+        Some(t)
+    });
+    let cl = Cluster::start_with(cfgs).await;
+    converged(&cl).await;
+    cl.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn port_unification_lets_plaintext_and_tls_members_form_one_ensemble() {
+    // ZooKeeper's way to turn quorum TLS on in a running ensemble: every member takes both
+    // (portUnification=true), then members switch to sslQuorum=true one at a time. Here members
+    // 1 and 2 have switched and member 3 has not: it connects in plaintext, they connect to it
+    // with TLS.
+    let dir = common::temp_dir();
+    let ca = Ca::new(&dir, "ca");
+    let cfgs = configs(|i| {
+        Some(quorum_tls(ca.key_store(&format!("m{i}"), &["127.0.0.1"]), ca.trust_store("ca"), i < 2, true))
+    });
+    let cl = Cluster::start_with(cfgs).await;
+    let c = zk::Client::connector().session_timeout(Duration::from_secs(6)).connect(&cl.addr(2)).await.unwrap();
+    c.create("/mixed", b"", &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all())).await.unwrap();
+    converged(&cl).await;
+    cl.shutdown().await;
+
+    // Without portUnification, a plaintext member cannot join TLS members.
+    let cfgs = configs(|i| {
+        (i < 2).then(|| quorum_tls(ca.key_store(&format!("p{i}"), &["127.0.0.1"]), ca.trust_store("ca"), true, false))
+    });
+    let servers = start_all(&cfgs).await;
+    third_member_stays_out(&servers, Duration::from_secs(3)).await;
+    for s in servers {
+        s.shutdown().await;
+    }
+}

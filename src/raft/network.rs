@@ -56,6 +56,8 @@ pub async fn write_frame<W: AsyncWrite + Unpin, T: Serialize>(w: &mut W, v: &T) 
     b.extend_from_slice(&crc32fast::hash(&payload).to_be_bytes());
     b.extend_from_slice(&payload);
     w.write_all(&b).await?;
+    // A TLS stream may keep records it could not send yet until it is flushed (a no-op on TCP).
+    w.flush().await?;
     Ok(())
 }
 

@@ -8,6 +8,7 @@
 //! ```
 //! Modules: `members` (zoo.cfg's `server.N`, myid, `--peers`), `command` (the log entry),
 //! `types` (openraft's type config, zxids from log ids), `log_store` (the Raft log on disk),
+//! `log_repair` (cutting or setting aside damaged files at startup),
 //! `state_machine` (the bridge to the core, snapshots), `network` (peer frames and RPCs), `link`
 //! (plain or TLS peer connections),
 //! `member` (the running member: peer listener, proposer, role watcher). This file starts one.
@@ -15,6 +16,7 @@
 pub mod command;
 pub mod config_file;
 pub mod link;
+pub mod log_repair;
 pub mod log_store;
 pub mod member;
 pub mod members;
@@ -66,7 +68,7 @@ pub fn recover(cfg: &Config) -> Result<Recovered, crate::storage::StorageError> 
     let first_seq = first_seq(&dir, wall_ms()).map_err(|e| E::io(&dir.join("incarnation"), e))?;
     let log = match log_store::LogStore::open(&dir, cfg.force_sync) {
         Err(E::Corrupt { file, offset, reason }) if file.starts_with(dir.join("log")) => {
-            let did = log_store::cut_at(&dir, &file, offset)?;
+            let did = log_repair::cut_at(&dir, &file, offset)?;
             tracing::warn!(file = %file.display(), offset, %reason, did = %did.join("; "),
                 "damaged raft log: cut at its first bad record; the leader sends this member what it lost");
             log_store::LogStore::open(&dir, cfg.force_sync)?
@@ -81,13 +83,13 @@ pub fn recover(cfg: &Config) -> Result<Recovered, crate::storage::StorageError> 
         log
     } else {
         drop(log);
-        let did = log_store::set_aside_all(&dir, "unreachable")?;
+        let did = log_repair::set_aside_all(&dir, "unreachable")?;
         tracing::warn!(snapshot = ?applied, did = %did.join("; "),
             "the raft log does not reach back to the snapshot this member has: log set aside; the leader sends a snapshot");
         log_store::LogStore::open(&dir, cfg.force_sync)?
     };
     if let Some(me) = cfg.ensemble.as_ref().map(|e| e.my_id) {
-        if let Some(vote) = log_store::demote_own_vote(&dir, me)? {
+        if let Some(vote) = log_repair::demote_own_vote(&dir, me)? {
             tracing::info!(%vote, "this member led before it stopped: it leads again only after an election");
         }
     }

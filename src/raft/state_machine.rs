@@ -71,9 +71,9 @@ pub fn newest_valid(dir: &Path) -> Result<Option<(SnapshotMeta, DataTree)>, crat
                 Err(e) => e.to_string(),
             },
         };
-        let to = super::log_store::set_aside(&path, &damaged, "corrupt")?;
+        let to = super::log_repair::set_aside(&path, &damaged, "corrupt")?;
         if mp.exists() {
-            super::log_store::set_aside(&mp, &damaged, "corrupt")?;
+            super::log_repair::set_aside(&mp, &damaged, "corrupt")?;
         }
         tracing::warn!(file = %path.display(), moved_to = %to.display(), "damaged snapshot set aside ({why}): trying an older one");
     }

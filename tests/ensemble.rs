@@ -667,41 +667,6 @@ async fn a_handshake_waits_for_a_leader_instead_of_being_refused() {
     cl.shutdown().await;
 }
 
-/// Record offsets and lengths of a Raft log segment ("ZKRL" | version, then length | crc |
-/// payload records, then zeros).
-fn segment_records(path: &std::path::Path) -> Vec<(u64, u64)> {
-    let b = std::fs::read(path).unwrap();
-    let mut out = Vec::new();
-    let mut off = 8usize;
-    while off + 8 <= b.len() {
-        let len = u32::from_be_bytes([b[off], b[off + 1], b[off + 2], b[off + 3]]) as usize;
-        if len == 0 {
-            break;
-        }
-        out.push((off as u64, 8 + len as u64));
-        off += 8 + len;
-    }
-    out
-}
-
-fn newest_file(dir: &std::path::Path, prefix: &str) -> std::path::PathBuf {
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            let n = p.file_name().unwrap().to_string_lossy().into_owned();
-            n.starts_with(prefix) && !n.ends_with(".meta") && !n.ends_with(".tmp")
-        })
-        .collect();
-    files.sort();
-    files.pop().unwrap_or_else(|| panic!("no {prefix}* in {}", dir.display()))
-}
-
-fn files_in(dir: &std::path::Path) -> usize {
-    std::fs::read_dir(dir).map_or(0, |rd| rd.count())
-}
-
 /// Found by the fault suite (tests/faults, nemesis log-corrupt): a member whose newest log
 /// segment had garbage in one of its last records, or was truncated inside one, refused to
 /// start, and stayed down. Its data is on the other members: it now cuts its log at the first

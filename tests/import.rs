@@ -67,8 +67,9 @@ async fn imported_sessions_accept_zookeeper_passwords_and_only_they_do() {
     let mut tree = zkr::tree::DataTree::new();
     let imported: i64 = 0x1000020b7660000;
     let native: i64 = 0x1000020b7660001;
-    tree.restore_session(imported, 5000, true, None);
-    tree.restore_session(native, 5000, false, None);
+    let info = |zk_password| zkr::tree::SessionInfo { timeout_ms: 5000, zk_password, password: None, owner: None };
+    tree.restore_session(imported, info(true));
+    tree.restore_session(native, info(false));
     zkr::storage::snapshot::write(&cfg.data_dir.join("snap"), &tree).unwrap();
     let (server, addr) = common::start_with(cfg).await;
     let attach = |id: i64, password: Vec<u8>| {

@@ -27,6 +27,27 @@ pub enum ConfigError {
     Ensemble(#[from] crate::raft::members::MembersError),
 }
 
+/// Faults a test can inject into one member (never set in production).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Failpoints {
+    /// `prep-skew`: this member prepares a create's data differently from the others (one byte
+    /// more), so its tree diverges from the leader's while it applies the same log.
+    pub prep_skew: bool,
+}
+
+impl Failpoints {
+    pub fn parse(list: &str) -> Result<Failpoints, ConfigError> {
+        let mut f = Failpoints::default();
+        for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            match name {
+                "prep-skew" => f.prep_skew = true,
+                other => return Err(ConfigError::Invalid(format!("ZKR_FAILPOINTS: unknown failpoint {other:?}"))),
+            }
+        }
+        Ok(f)
+    }
+}
+
 /// Flags of `zkr serve`; `None` means "not given" so that zoo.cfg can fill it.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ServeArgs {
@@ -122,6 +143,12 @@ pub struct ServeArgs {
     /// no SUSPENDED) for a leader crash. zoo.cfg `zkr.keepClientsOnLeaderLoss=true`; default false.
     #[arg(long)]
     pub keep_clients_on_leader_loss: Option<bool>,
+    /// An ensemble member that lost log entries it may have acknowledged (a damaged log cut, a
+    /// wiped data directory) votes again at once instead of waiting to be caught up by a leader
+    /// that has them: the operator accepts that those writes may be lost. zoo.cfg
+    /// `zkr.acceptDataLoss=true`; default false. Meant for one restart, then removed.
+    #[arg(long)]
+    pub accept_data_loss: Option<bool>,
     /// The ensemble's members and their peer ports: `1=host:port,2=host:port,…`
     /// (zoo.cfg's server.N lines: `N=host:peerPort:electionPort[:observer]` is accepted too).
     #[arg(long)]
@@ -215,6 +242,15 @@ pub struct Config {
     /// Followers keep their clients through the election after a leader's crash
     /// (`zkr.keepClientsOnLeaderLoss`; off: ZooKeeper's behaviour).
     pub keep_clients_on_leader_loss: bool,
+    /// A member that lost acknowledged entries votes at once (`zkr.acceptDataLoss`; see
+    /// `raft::amnesia`).
+    pub accept_data_loss: bool,
+    /// On an error after which this member must not go on (its tree diverged from the leader's,
+    /// an entry of newer prep rules), stop the process (exit 70) for a supervisor to restart
+    /// it; tests in one process turn this off, and the member only stops serving.
+    pub exit_on_fatal: bool,
+    /// Faults injected by tests (`ZKR_FAILPOINTS`, comma-separated names).
+    pub failpoints: Failpoints,
     /// Hard quota limits refuse writes (zoo.cfg enforceQuota; off by default, as in ZooKeeper).
     pub enforce_quota: bool,
     /// Where Prometheus metrics are served (`metricsProvider.className` =
@@ -259,6 +295,9 @@ impl Default for Config {
             quorum_tls: None,
             read_only_enabled: false,
             keep_clients_on_leader_loss: false,
+            accept_data_loss: false,
+            exit_on_fatal: true,
+            failpoints: Failpoints::default(),
             enforce_quota: false,
             metrics: None,
         }
@@ -269,6 +308,7 @@ impl Default for Config {
 const USED: &[&str] = &[
     "readonlymode.enabled",
     "zkr.keepClientsOnLeaderLoss",
+    "zkr.acceptDataLoss",
     "initLimit",
     "syncLimit",
     "standaloneEnabled",
@@ -348,7 +388,9 @@ impl Config {
             Some(p) => Some(read_file(p)?),
             None => None,
         };
-        Config::merge(args, file.as_ref())
+        let mut c = Config::merge(args, file.as_ref())?;
+        c.failpoints = Failpoints::parse(&std::env::var("ZKR_FAILPOINTS").unwrap_or_default())?;
+        Ok(c)
     }
 
     fn merge(args: &ServeArgs, file: Option<&ZooCfg>) -> Result<Config, ConfigError> {
@@ -470,6 +512,9 @@ impl Config {
             if let Some(v) = strict_bool("zkr.keepClientsOnLeaderLoss")? {
                 c.keep_clients_on_leader_loss = v;
             }
+            if let Some(v) = strict_bool("zkr.acceptDataLoss")? {
+                c.accept_data_loss = v;
+            }
             if let Some((v, _)) = keys.get("enforceQuota") {
                 // Boolean.parseBoolean(System.getProperty("zookeeper.enforceQuota")).
                 c.enforce_quota = v.eq_ignore_ascii_case("true");
@@ -491,6 +536,9 @@ impl Config {
         }
         if let Some(v) = args.keep_clients_on_leader_loss {
             c.keep_clients_on_leader_loss = v;
+        }
+        if let Some(v) = args.accept_data_loss {
+            c.accept_data_loss = v;
         }
         if let Some(port) = args.metrics_port {
             let host = c.metrics.map_or(IpAddr::from([0, 0, 0, 0]), |a| a.ip());

@@ -22,7 +22,7 @@
 mod jutein;
 
 use crate::proto::Acl;
-use crate::tree::{DataTree, NodeStat};
+use crate::tree::{DataTree, NodeStat, SessionInfo};
 use crate::txn::{owner, Txn, TxnOp, Zxid};
 use jutein::{adler32, Cursor};
 use std::collections::HashMap;
@@ -79,7 +79,7 @@ pub fn read_snapshot(path: &Path, zxid: Zxid) -> Result<DataTree, ImportError> {
     for _ in 0..sessions.max(0) {
         let id = c.long("session id")?;
         let timeout = c.int("session timeout")?;
-        tree.restore_session(id, timeout, true, None);
+        tree.restore_session(id, SessionInfo { timeout_ms: timeout, zk_password: true, password: None, owner: None });
     }
     let mut acls: HashMap<i64, Vec<Acl>> = HashMap::new();
     let n = c.int("acl cache size")?;

@@ -13,6 +13,7 @@
 //!          | 3 Request flags:u8 ids:vector<Id> request:buffer        (RequestHeader with xid 0 + record)
 //! flags   := bit 0 ttlEnabled | bit 1 enforceQuota
 //!          | 4 Reap path:ustring                                      (empty container / expired TTL node)
+//!          | 5 Attach timeout:i32 password:16 bytes                  (a client re-attaches its session here)
 //! ```
 //! (big-endian integers; strings, buffers and vectors as in jute)
 //!
@@ -70,6 +71,17 @@ pub enum CommandOp {
     Reap {
         path: String,
     },
+    /// A client re-attaches its session on the proposing member. Going through the log does
+    /// two things ZooKeeper's learner does by revalidating a session with its leader
+    /// (Learner.validateSession): the session is judged only once this member has applied
+    /// everything committed before (a member that has not yet applied the session's creation
+    /// must not call it expired), and from this point of the log on the session is owned by
+    /// the proposer (SessionTracker.setOwner), so writes still on their way from where the
+    /// client was before are refused with SessionMoved instead of applied after its new ones.
+    Attach {
+        timeout_ms: i32,
+        password: [u8; PASSWORD_LEN],
+    },
 }
 
 impl Command {
@@ -101,6 +113,11 @@ impl Command {
                 b.put_u8(4);
                 b.put_ustring(path);
             }
+            CommandOp::Attach { timeout_ms, password } => {
+                b.put_u8(5);
+                b.put_i32(*timeout_ms);
+                b.put_slice(password);
+            }
         }
     }
 
@@ -123,7 +140,7 @@ impl Command {
             }
         }
         48 + match &self.op {
-            CommandOp::CreateSession { .. } | CommandOp::CloseSession => 24,
+            CommandOp::CreateSession { .. } | CommandOp::CloseSession | CommandOp::Attach { .. } => 24,
             CommandOp::Reap { path } => path.len(),
             CommandOp::Request { ids, body, .. } => {
                 ids.iter().map(|i| 8 + i.scheme.len() + i.id.len()).sum::<usize>()
@@ -156,13 +173,12 @@ impl Command {
             let (i, tag) = i.split_first().map(|(t, r)| (r, *t)).ok_or_else(bad)?;
             let (i, op) = match tag {
                 1 => {
-                    let (i, timeout_ms) = jute::int(i)?;
-                    if i.len() < PASSWORD_LEN {
-                        return Err(bad());
-                    }
-                    let mut password = [0u8; PASSWORD_LEN];
-                    password.copy_from_slice(&i[..PASSWORD_LEN]);
-                    (&i[PASSWORD_LEN..], CommandOp::CreateSession { timeout_ms, password })
+                    let (i, (timeout_ms, password)) = timeout_and_password(i)?;
+                    (i, CommandOp::CreateSession { timeout_ms, password })
+                }
+                5 => {
+                    let (i, (timeout_ms, password)) = timeout_and_password(i)?;
+                    (i, CommandOp::Attach { timeout_ms, password })
                 }
                 2 => (i, CommandOp::CloseSession),
                 3 => {
@@ -194,12 +210,57 @@ impl Command {
     }
 }
 
-/// The commands of one log entry, applied in order, each with its own zxid.
+/// A session's timeout and password (createSession, attach).
+fn timeout_and_password(i: &[u8]) -> jute::JResult<'_, (i32, [u8; PASSWORD_LEN])> {
+    let (i, timeout_ms) = jute::int(i)?;
+    let password: [u8; PASSWORD_LEN] =
+        i.get(..PASSWORD_LEN).and_then(|p| p.try_into().ok()).ok_or(nom::Err::Failure(DecodeError::Truncated))?;
+    Ok((&i[PASSWORD_LEN..], (timeout_ms, password)))
+}
+
+/// The commands of one log entry, applied in order, each with its own zxid, with what lets every
+/// member check it prepares them as the leader did.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Batch(pub Vec<Command>);
+pub struct Batch {
+    pub cmds: Vec<Command>,
+    /// The prep rules the entry was made under (`PREP_VERSION` of the leader's code).
+    pub version: u32,
+    /// The leader's tree right after an entry it had applied when it made this one.
+    pub check: Option<AppliedCheck>,
+}
+
+/// A member's tree digest (`DataTree::digest`) at a zxid where an entry ended. ZooKeeper 3.6+
+/// logs the leader's digest in every txn and a learner compares it with its own
+/// (`ZooKeeperServer.compareDigest`); ClickHouse Keeper does the same per log entry. zkr's
+/// members prepare the logged requests themselves, so a member that prepares one differently
+/// (a bug, a different version) would diverge silently without it. The leader cannot know
+/// the digest after an entry before the entry is committed, so each entry carries the digest
+/// of a recent one instead: divergence is caught a few entries after it starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AppliedCheck {
+    pub zxid: i64,
+    pub digest: u64,
+}
+
+/// The leader's newest `AppliedCheck`, published by its core after each apply, read by the
+/// submitter for every batch it makes.
+pub type LatestCheck = std::sync::Arc<parking_lot::Mutex<Option<AppliedCheck>>>;
+
+/// The prep rules of this code: a member applies entries made under versions it prepares alike
+/// (`prepares_alike`) and stops on any other (a rolling upgrade must not mix two members'
+/// notions of what a request does).
+pub const PREP_VERSION: u32 = 1;
+
+/// True if this code prepares entries of `version` exactly as their leader did: 0 marks
+/// entries from before versions were logged, prepared by the same rules as version 1.
+pub fn prepares_alike(version: u32) -> bool {
+    version <= PREP_VERSION
+}
 
 /// Marks a batch of several commands: a command starts with its origin member's id, never this.
 const MANY: u64 = u64::MAX;
+/// Marks a batch with its prep version and check (the format written now).
+const CHECKED: u64 = u64::MAX - 1;
 
 /// Most commands in one batch.
 pub const BATCH_MAX_COMMANDS: usize = 1024;
@@ -208,60 +269,95 @@ pub const BATCH_MAX_COMMANDS: usize = 1024;
 pub const BATCH_MAX_BYTES: usize = 256 * 1024;
 
 impl Batch {
+    /// A batch made by this code's leader.
+    pub fn new(cmds: Vec<Command>, check: Option<AppliedCheck>) -> Batch {
+        Batch { cmds, version: PREP_VERSION, check }
+    }
+
     pub fn encode(&self, b: &mut Vec<u8>) {
-        match self.0.as_slice() {
-            [one] => one.encode(b),
-            many => {
-                b.put_u64(MANY);
-                b.put_u32(many.len() as u32);
-                for c in many {
-                    let at = b.len();
-                    b.put_u32(0);
-                    c.encode(b);
-                    let len = (b.len() - at - 4) as u32;
-                    b[at..at + 4].copy_from_slice(&len.to_be_bytes());
-                }
+        b.put_u64(CHECKED);
+        b.put_u32(self.version);
+        match self.check {
+            Some(c) => {
+                b.put_u8(1);
+                b.put_i64(c.zxid);
+                b.put_u64(c.digest);
             }
+            None => b.put_u8(0),
         }
+        put_commands(b, &self.cmds);
     }
 
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut b = Vec::with_capacity(64 * self.0.len());
+        let mut b = Vec::with_capacity(32 + 64 * self.cmds.len());
         self.encode(&mut b);
         b
     }
 
     pub fn decode(bytes: &[u8]) -> Result<Batch, DecodeError> {
         let bad = || DecodeError::Malformed(nom::error::ErrorKind::Verify);
-        if bytes.len() < 12 || bytes[..8] != MANY.to_be_bytes() {
-            return Command::decode(bytes).map(|c| Batch(vec![c]));
-        }
-        let n = u32::from_be_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize;
-        let mut rest = &bytes[12..];
-        // Each command takes at least its 4-byte length: a count beyond that is a lie.
-        if n > rest.len() / 4 {
-            return Err(bad());
-        }
-        let mut cmds = Vec::with_capacity(n);
-        for _ in 0..n {
-            if rest.len() < 4 {
-                return Err(bad());
+        let tag = bytes.get(..8).map(|t| u64::from_be_bytes([t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7]]));
+        match tag {
+            Some(CHECKED) => {
+                let version = bytes.get(8..12).map(|v| u32::from_be_bytes([v[0], v[1], v[2], v[3]])).ok_or_else(bad)?;
+                let (check, rest) = match bytes.get(12) {
+                    Some(0) => (None, &bytes[13..]),
+                    Some(1) => {
+                        let c = bytes.get(13..29).ok_or_else(bad)?;
+                        let zxid = i64::from_be_bytes(c[..8].try_into().map_err(|_| bad())?);
+                        let digest = u64::from_be_bytes(c[8..].try_into().map_err(|_| bad())?);
+                        (Some(AppliedCheck { zxid, digest }), &bytes[29..])
+                    }
+                    _ => return Err(bad()),
+                };
+                Ok(Batch { cmds: commands(rest)?, version, check })
             }
-            let len = u32::from_be_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
-            let body = rest.get(4..4 + len).ok_or_else(bad)?;
-            cmds.push(Command::decode(body)?);
-            rest = &rest[4 + len..];
+            // Written before checks: a count and commands, or one bare command.
+            Some(MANY) => Ok(Batch { cmds: commands(&bytes[8..])?, version: 0, check: None }),
+            _ => Command::decode(bytes).map(|c| Batch { cmds: vec![c], version: 0, check: None }),
         }
-        if !rest.is_empty() {
+    }
+}
+
+/// `count:u32 (len:u32 command)*count`
+fn put_commands(b: &mut Vec<u8>, cmds: &[Command]) {
+    b.put_u32(cmds.len() as u32);
+    for c in cmds {
+        let at = b.len();
+        b.put_u32(0);
+        c.encode(b);
+        let len = (b.len() - at - 4) as u32;
+        b[at..at + 4].copy_from_slice(&len.to_be_bytes());
+    }
+}
+
+fn commands(bytes: &[u8]) -> Result<Vec<Command>, DecodeError> {
+    let bad = || DecodeError::Malformed(nom::error::ErrorKind::Verify);
+    let n = bytes.get(..4).map(|n| u32::from_be_bytes([n[0], n[1], n[2], n[3]]) as usize).ok_or_else(bad)?;
+    let mut rest = &bytes[4..];
+    // Each command takes at least its 4-byte length: a count beyond that is a lie.
+    if n > rest.len() / 4 {
+        return Err(bad());
+    }
+    let mut cmds = Vec::with_capacity(n);
+    for _ in 0..n {
+        if rest.len() < 4 {
             return Err(bad());
         }
-        Ok(Batch(cmds))
+        let len = u32::from_be_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
+        let body = rest.get(4..4 + len).ok_or_else(bad)?;
+        cmds.push(Command::decode(body)?);
+        rest = &rest[4 + len..];
     }
+    if !rest.is_empty() {
+        return Err(bad());
+    }
+    Ok(cmds)
 }
 
 impl std::fmt::Display for Batch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "batch of {}", self.0.len())
+        write!(f, "batch of {}", self.cmds.len())
     }
 }
 
@@ -353,6 +449,12 @@ mod tests {
         });
         round_trip(Command { origin: o, time: 5, session: 9, op: CommandOp::CloseSession });
         round_trip(Command {
+            origin: o,
+            time: 5,
+            session: 9,
+            op: CommandOp::Attach { timeout_ms: 6000, password: [1; 16] },
+        });
+        round_trip(Command {
             origin: Origin::default(),
             time: 1,
             session: 0,
@@ -413,18 +515,39 @@ mod tests {
     }
 
     #[test]
-    fn a_batch_of_one_is_the_format_of_one_command_so_earlier_logs_still_read() {
-        let one = Batch(vec![cmd(5, "/a")]);
-        assert_eq!(one.to_bytes(), cmd(5, "/a").to_bytes());
-        // An entry written before batches (a bare command) reads as a batch of one.
-        let old = bincode::serialize(&cmd(5, "/a")).unwrap();
-        assert_eq!(bincode::deserialize::<Batch>(&old).unwrap(), one);
-        for batch in [Batch(vec![cmd(1, "/a"), cmd(2, "/bb"), cmd(0, "/c")]), Batch(vec![])] {
-            let b = bincode::serialize(&batch).unwrap();
-            assert_eq!(bincode::deserialize::<Batch>(&b).unwrap(), batch);
+    fn batches_written_before_checks_still_read_as_prep_version_0() {
+        let old_form = |cmds: &[Command]| -> Vec<u8> {
+            match cmds {
+                [one] => one.to_bytes(),
+                many => {
+                    let mut b = MANY.to_be_bytes().to_vec();
+                    put_commands(&mut b, many);
+                    b
+                }
+            }
+        };
+        for cmds in [vec![cmd(5, "/a")], vec![cmd(1, "/a"), cmd(2, "/bb"), cmd(0, "/c")], vec![]] {
+            let back = Batch::decode(&old_form(&cmds)).unwrap();
+            assert_eq!(back, Batch { cmds: cmds.clone(), version: 0, check: None });
+            assert!(prepares_alike(back.version));
         }
+        // An entry written before batches (a bare command, bincode-framed) reads as a batch of one.
+        let bare = bincode::serialize(&cmd(5, "/a")).unwrap();
+        assert_eq!(bincode::deserialize::<Batch>(&bare).unwrap().cmds, vec![cmd(5, "/a")]);
+    }
+
+    #[test]
+    fn a_batch_carries_its_prep_version_and_the_leaders_check() {
+        let check = Some(AppliedCheck { zxid: 0x3_0000_0007, digest: 0xdead_beef_0123 });
+        for batch in [Batch::new(vec![cmd(1, "/a"), cmd(2, "/bb")], check), Batch::new(vec![], None)] {
+            let b = bincode::serialize(&batch).unwrap();
+            let back = bincode::deserialize::<Batch>(&b).unwrap();
+            assert_eq!(back, batch);
+            assert_eq!(back.version, PREP_VERSION);
+        }
+        assert!(!prepares_alike(PREP_VERSION + 1), "an entry of newer prep rules is never applied");
         // Trailing bytes after the last command are an error.
-        let mut b = Batch(vec![cmd(1, "/a"), cmd(2, "/b")]).to_bytes();
+        let mut b = Batch::new(vec![cmd(1, "/a"), cmd(2, "/b")], check).to_bytes();
         b.push(0);
         assert!(Batch::decode(&b).is_err());
     }

@@ -3,6 +3,7 @@
 //! [`PeerStream`] whichever it is.
 
 use super::network::{write_frame, Hello, Kind, PeerError};
+use super::timing::Timing;
 use super::types::MemberId;
 use crate::security::quorum_tls::{self, QuorumTls};
 use rustls::pki_types::ServerName;
@@ -13,11 +14,6 @@ use tokio::io::{ReadHalf, WriteHalf};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio_util::either::Either;
-
-/// How long a peer connection may take to open.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
-/// How long a TLS handshake, or the first byte of a connection on a unified port, may take.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 
 pub type TlsStream = tokio_rustls::TlsStream<TcpStream>;
 /// A connection between two members.
@@ -39,27 +35,31 @@ pub fn split(s: PeerStream) -> (PeerRead, PeerWrite) {
     }
 }
 
-/// This member's side of its peer connections.
+/// This member's side of its peer connections, with the member's timeouts: a connect may take
+/// `timing.connect`, a TLS handshake or the first byte on a unified port `timing.handshake`.
 #[derive(Debug, Clone)]
 pub struct Link {
     pub me: MemberId,
     tls: Option<Arc<QuorumTls>>,
+    pub timing: Timing,
 }
 
 impl Link {
-    pub fn new(me: MemberId, tls: Option<Arc<QuorumTls>>) -> Link {
-        Link { me, tls }
+    pub fn new(me: MemberId, tls: Option<Arc<QuorumTls>>, timing: Timing) -> Link {
+        Link { me, tls, timing }
     }
 
     /// Opens a peer connection of `kind` to `addr` (`host:port` of a `server.N` line): TLS
     /// when `sslQuorum=true`, the other member's certificate checked, then the hello.
     pub async fn connect(&self, addr: &str, kind: Kind) -> Result<PeerStream, PeerError> {
-        let tcp = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await.map_err(|_| {
+        let tcp = tokio::time::timeout(self.timing.connect, TcpStream::connect(addr)).await.map_err(|_| {
             std::io::Error::new(std::io::ErrorKind::TimedOut, format!("connecting to {addr} timed out"))
         })??;
         let _ = tcp.set_nodelay(true);
         let mut s = match &self.tls {
-            Some(t) if t.settings().encrypt => Either::Right(client_handshake(t, tcp, addr).await?),
+            Some(t) if t.settings().encrypt => {
+                Either::Right(client_handshake(t, tcp, addr, self.timing.handshake).await?)
+            }
             _ => Either::Left(tcp),
         };
         write_frame(&mut s, &Hello { from: self.me, kind }).await?;
@@ -72,11 +72,11 @@ impl Link {
     pub async fn accept(&self, tcp: TcpStream, peer: SocketAddr) -> Result<PeerStream, PeerError> {
         let Some(t) = &self.tls else { return Ok(Either::Left(tcp)) };
         let s = t.settings();
-        let tls = if s.port_unification { starts_tls(&tcp).await? } else { s.encrypt };
+        let tls = if s.port_unification { starts_tls(&tcp, self.timing.handshake).await? } else { s.encrypt };
         if !tls {
             return Ok(Either::Left(tcp));
         }
-        let stream = tokio::time::timeout(HANDSHAKE_TIMEOUT, t.acceptor().accept(tcp))
+        let stream = tokio::time::timeout(self.timing.handshake, t.acceptor().accept(tcp))
             .await
             .map_err(|_| PeerError::Tls("no TLS handshake in time".into()))?
             .map_err(|e| PeerError::Tls(format!("TLS handshake: {e}")))?;
@@ -92,13 +92,13 @@ impl Link {
     }
 }
 
-async fn client_handshake(t: &QuorumTls, tcp: TcpStream, addr: &str) -> Result<TlsStream, PeerError> {
+async fn client_handshake(t: &QuorumTls, tcp: TcpStream, addr: &str, wait: Duration) -> Result<TlsStream, PeerError> {
     let ip = tcp.peer_addr()?.ip();
     let host = host_of(addr);
     let named = host.parse::<IpAddr>().is_err().then_some(host);
     let server_name =
         named.and_then(|h| ServerName::try_from(h.to_owned()).ok()).unwrap_or_else(|| ServerName::IpAddress(ip.into()));
-    let stream = tokio::time::timeout(HANDSHAKE_TIMEOUT, t.connector().connect(server_name, tcp))
+    let stream = tokio::time::timeout(wait, t.connector().connect(server_name, tcp))
         .await
         .map_err(|_| PeerError::Tls(format!("no TLS handshake with {addr} in time")))?
         .map_err(|e| PeerError::Tls(format!("TLS handshake with {addr}: {e}")))?;
@@ -117,9 +117,9 @@ fn host_of(addr: &str) -> &str {
 
 /// Whether a connection starts with a TLS handshake record (content type 22); a plaintext
 /// peer connection starts with a frame length, whose first byte is 0 for a hello.
-async fn starts_tls(tcp: &TcpStream) -> Result<bool, PeerError> {
+async fn starts_tls(tcp: &TcpStream, wait: Duration) -> Result<bool, PeerError> {
     let mut b = [0u8; 1];
-    let n = tokio::time::timeout(HANDSHAKE_TIMEOUT, tcp.peek(&mut b))
+    let n = tokio::time::timeout(wait, tcp.peek(&mut b))
         .await
         .map_err(|_| PeerError::Tls("nothing received in time".into()))??;
     Ok(n == 1 && b[0] == 0x16)

@@ -194,6 +194,18 @@ impl LogStore {
         Ok(LogStore { state, jobs: tx })
     }
 
+    /// The member's Raft directory (`<dataDir>/raft`).
+    pub fn raft_dir(&self) -> PathBuf {
+        self.state.lock().raft_dir.clone()
+    }
+
+    /// The log id of the entry at `index`, if the log holds it.
+    pub fn log_id_at(&self, index: u64) -> Option<LogId> {
+        let st = self.state.lock();
+        let i = index.checked_sub(st.first)?;
+        st.locs.get(i as usize).map(|l| l.log_id)
+    }
+
     /// Highest index on disk (for tests and metrics).
     pub fn flushed(&self) -> Option<u64> {
         self.state.lock().flushed

@@ -11,10 +11,16 @@
 //! `log_repair` (cutting or setting aside damaged files at startup),
 //! `state_machine` (the bridge to the core, snapshots), `network` (peer frames and RPCs), `link`
 //! (plain or TLS peer connections),
-//! `member` (the running member: peer listener, proposer, role watcher). This file starts one.
+//! `member` (the running member: peer listener, proposer, role watcher), `timing` (every
+//! timeout, from tickTime, initLimit and syncLimit), `amnesia` (a member that lost entries it
+//! may have acknowledged: no vote until caught up), `diverge` (a log that disagrees with the
+//! leader's: set aside), `reconfig`, `seed` (the first start of an ensemble), `config_file`
+//! (the dynamic config file). This file recovers a member's state at start.
 
+pub mod amnesia;
 pub mod command;
 pub mod config_file;
+pub mod diverge;
 pub mod link;
 pub mod log_repair;
 pub mod log_store;
@@ -24,15 +30,14 @@ pub mod network;
 pub mod reconfig;
 pub mod seed;
 pub mod state_machine;
+pub mod timing;
 pub mod types;
 
 use crate::config::Config;
-use crate::server::core::replicated::{Proposal, Replicated};
+use crate::server::core::replicated::{Inlet, Replicated};
 use crate::tree::DataTree;
 use members::Ensemble;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
-use tokio::sync::mpsc;
 use types::{LogId, Membership};
 
 /// Where an ensemble member keeps its Raft state.
@@ -49,6 +54,8 @@ pub struct Recovered {
     pub membership: Membership,
     pub log: log_store::LogStore,
     pub snap_dir: PathBuf,
+    /// Whether the member may have lost entries it acknowledged (see `amnesia`).
+    pub amnesia: amnesia::State,
 }
 
 /// Opens the Raft log and loads the newest snapshot. Entries after the snapshot are applied by
@@ -59,10 +66,21 @@ pub struct Recovered {
 /// kept in `raft/log/damaged/`); a damaged snapshot is set aside (`raft/snap/damaged/`) for the
 /// next older one; if the log cannot be replayed from the snapshot taken (compacted past it),
 /// the log is set aside too. What the member lost, the leader sends it (entries, or a
-/// snapshot), as to a member whose data directory was wiped. The vote is always kept.
+/// snapshot), as to a member whose data directory was wiped. The vote is always kept. A member
+/// that lost entries this way, or that starts empty in an ensemble that has data, is amnesiac
+/// (see `amnesia`): it does not vote until a leader has caught it up.
 pub fn recover(cfg: &Config) -> Result<Recovered, crate::storage::StorageError> {
     use crate::storage::StorageError as E;
     let dir = raft_dir(cfg);
+    if let Some(why) = diverge::marked(&dir).map_err(|e| E::io(&dir.join("diverged"), e))? {
+        let to = diverge::set_aside(&dir).map_err(|e| E::io(&dir, e))?;
+        tracing::warn!(%why, moved_to = %to.display(), "this member diverged from its leader: its Raft state is set aside, and it starts over as an empty member");
+    }
+    let pristine = is_pristine(&dir);
+    let vote_term = || -> Result<u64, E> {
+        let p = dir.join("vote");
+        Ok(log_store::read_small::<types::Vote>(&p).map_err(|e| E::io(&p, e))?.map_or(0, |v| v.leader_id.term))
+    };
     let snap_dir = dir.join("snap");
     std::fs::create_dir_all(&snap_dir).map_err(|e| E::io(&snap_dir, e))?;
     let first_seq = first_seq(&dir, wall_ms()).map_err(|e| E::io(&dir.join("incarnation"), e))?;
@@ -71,6 +89,8 @@ pub fn recover(cfg: &Config) -> Result<Recovered, crate::storage::StorageError> 
             let did = log_repair::cut_at(&dir, &file, offset)?;
             tracing::warn!(file = %file.display(), offset, %reason, did = %did.join("; "),
                 "damaged raft log: cut at its first bad record; the leader sends this member what it lost");
+            let why = format!("its log was cut at a damaged record of {}", file.display());
+            amnesia::mark(&dir, &amnesia::Marker { reason: why, floor_term: vote_term()? })?;
             log_store::LogStore::open(&dir, cfg.force_sync)?
         }
         other => other?,
@@ -86,6 +106,8 @@ pub fn recover(cfg: &Config) -> Result<Recovered, crate::storage::StorageError> 
         let did = log_repair::set_aside_all(&dir, "unreachable")?;
         tracing::warn!(snapshot = ?applied, did = %did.join("; "),
             "the raft log does not reach back to the snapshot this member has: log set aside; the leader sends a snapshot");
+        let why = "its log did not reach back to the newest snapshot it could read".to_owned();
+        amnesia::mark(&dir, &amnesia::Marker { reason: why, floor_term: vote_term()? })?;
         log_store::LogStore::open(&dir, cfg.force_sync)?
     };
     if let Some(me) = cfg.ensemble.as_ref().map(|e| e.my_id) {
@@ -93,7 +115,24 @@ pub fn recover(cfg: &Config) -> Result<Recovered, crate::storage::StorageError> 
             tracing::info!(%vote, "this member led before it stopped: it leads again only after an election");
         }
     }
-    Ok(Recovered { first_seq, tree, applied, membership, log, snap_dir })
+    let voter = cfg.ensemble.as_ref().is_some_and(|e| e.me().is_some_and(|s| !s.observer) && e.voters().count() > 1);
+    let mut amnesia = match amnesia::load(&dir)? {
+        Some(m) => amnesia::State::Lost(m),
+        None if pristine && voter => amnesia::State::Probing,
+        None => amnesia::State::Whole,
+    };
+    if let amnesia::State::Lost(m) = &amnesia {
+        if cfg.accept_data_loss {
+            tracing::warn!(reason = %m.reason, "zkr.acceptDataLoss: this member votes again although it lost log entries it may have acknowledged; writes only it and members that are gone held are lost");
+            amnesia::clear(&dir)?;
+            amnesia = amnesia::State::Whole;
+        } else {
+            tracing::warn!(reason = %m.reason, "this member lost log entries it may have acknowledged: it does not vote until a leader elected without it has caught it up (zkr.acceptDataLoss=true accepts the loss instead)");
+        }
+    } else if amnesia == amnesia::State::Probing && cfg.accept_data_loss {
+        amnesia = amnesia::State::Whole;
+    }
+    Ok(Recovered { first_seq, tree, applied, membership, log, snap_dir, amnesia })
 }
 
 fn wall_ms() -> u64 {
@@ -116,18 +155,15 @@ pub fn first_seq(raft_dir: &Path, now_ms: u64) -> std::io::Result<u64> {
     Ok(first)
 }
 
-/// openraft's timing from ZooKeeper's: heartbeats a tenth of a tick (50–200 ms), elections after
-/// 5 to 10 heartbeats without one. A member or leader out of touch with the quorum for
-/// syncLimit ticks stops serving (ZooKeeper's syncLimit).
+/// openraft's settings for a member: its timing from ZooKeeper's settings (see `timing`).
 pub fn raft_config(cfg: &Config, ens: &Ensemble) -> Result<openraft::Config, String> {
-    let tick = cfg.tick_time_ms as u64;
-    let heartbeat = (tick / 10).clamp(50, 200);
+    let t = timing::Timing::of(cfg, ens);
     let c = openraft::Config {
         cluster_name: "zkr".into(),
-        heartbeat_interval: heartbeat,
-        election_timeout_min: heartbeat * 5,
-        election_timeout_max: heartbeat * 10,
-        install_snapshot_timeout: (tick * ens.init_limit as u64).max(2000),
+        heartbeat_interval: t.heartbeat.as_millis() as u64,
+        election_timeout_min: t.election_min.as_millis() as u64,
+        election_timeout_max: t.election_max.as_millis() as u64,
+        install_snapshot_timeout: t.catch_up.as_millis() as u64,
         snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(cfg.snap_count),
         // Followers further behind than this catch up from a snapshot.
         max_in_snapshot_log_to_keep: cfg.snap_count.min(1000),
@@ -139,14 +175,9 @@ pub fn raft_config(cfg: &Config, ens: &Ensemble) -> Result<openraft::Config, Str
     c.validate().map_err(|e| e.to_string())
 }
 
-/// How long a member may go without hearing from the quorum before it stops serving.
-pub fn stale_after(cfg: &Config, ens: &Ensemble) -> Duration {
-    Duration::from_millis((cfg.tick_time_ms as u64 * ens.sync_limit.max(1) as u64).max(1000))
-}
-
 /// The core's ensemble state and the proposals' channel for a recovered member.
-pub fn core_side(me: u64, rec: &Recovered, read_only: bool) -> (Replicated, mpsc::UnboundedReceiver<Proposal>) {
-    let (tx, rx) = mpsc::unbounded_channel();
+pub fn core_side(me: u64, rec: &Recovered, read_only: bool) -> (Replicated, Inlet) {
+    let (tx, rx) = crate::server::core::replicated::outlet();
     (Replicated::new(me, tx, rec.first_seq, rec.applied, rec.membership.clone()).with_read_only(read_only), rx)
 }
 
@@ -157,6 +188,28 @@ pub fn is_pristine(dir: &Path) -> bool {
 
 #[cfg(test)]
 mod tests {
+    /// Issue 22, item 9: an operator who raises tickTime for a slow network gets members that
+    /// are as much more patient (heartbeats and elections were clamped to 50–200 ms and 2 s).
+    #[test]
+    fn openraft_heartbeats_and_elections_follow_tick_time() {
+        let ens = super::Ensemble {
+            my_id: 1,
+            members: Default::default(),
+            init_limit: 10,
+            sync_limit: 5,
+            reconfig_enabled: false,
+            dynamic_file: None,
+            config_file: None,
+        };
+        let of = |tick| {
+            let cfg = super::Config { tick_time_ms: tick, ..Default::default() };
+            let c = super::raft_config(&cfg, &ens).unwrap();
+            (c.heartbeat_interval, c.election_timeout_min, c.election_timeout_max, c.install_snapshot_timeout)
+        };
+        assert_eq!(of(2000), (200, 1000, 2000, 20_000), "ZooKeeper's usual tickTime");
+        assert_eq!(of(8000), (800, 4000, 8000, 80_000), "four times the tick, four times as patient");
+    }
+
     #[test]
     fn every_run_of_a_member_proposes_above_the_seqs_of_every_earlier_run() {
         let dir = std::env::temp_dir().join(format!("zkr-first-seq-{}", std::process::id()));

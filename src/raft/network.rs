@@ -95,6 +95,8 @@ pub enum RpcRequest {
     Snapshot(InstallSnapshotRequest<Zkr>),
     /// A member seeding a new ensemble asks whether this one is empty (see `seed`).
     SeedProbe,
+    /// An empty member asks whether the ensemble has data (see `amnesia`); no side effect.
+    StateProbe,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -103,6 +105,13 @@ pub enum RpcResponse {
     Vote(Result<VoteResponse<MemberId>, RaftError<MemberId>>),
     Snapshot(Result<InstallSnapshotResponse<MemberId>, RaftError<MemberId, InstallSnapshotError>>),
     SeedProbe(super::seed::SeedAnswer),
+    StateProbe(super::amnesia::StateAnswer),
+    /// A vote refused because the member may have lost acknowledged entries, with why (the
+    /// candidate logs it: an ensemble that cannot elect says why on every member).
+    VoteRefused {
+        resp: VoteResponse<MemberId>,
+        why: String,
+    },
 }
 
 /// Follower → leader on a forward stream.
@@ -135,7 +144,14 @@ impl RaftNetworkFactory<Zkr> for Network {
     type Network = PeerClient;
 
     async fn new_client(&mut self, target: MemberId, node: &super::members::ServerSpec) -> PeerClient {
-        PeerClient { link: self.link.clone(), target, addr: node.peer_addr(), conn: None, reachable: true }
+        PeerClient {
+            link: self.link.clone(),
+            target,
+            addr: node.peer_addr(),
+            conn: None,
+            reachable: true,
+            refusal_logged: None,
+        }
     }
 }
 
@@ -148,6 +164,8 @@ pub struct PeerClient {
     /// Whether the last RPC got through: a change is logged once, not every retry (openraft's
     /// own per-retry errors are filtered out of the default log).
     reachable: bool,
+    /// When this member last logged the target's refusal to vote.
+    refusal_logged: Option<std::time::Instant>,
 }
 
 impl PeerClient {
@@ -236,6 +254,13 @@ impl RaftNetwork<Zkr> for PeerClient {
     async fn vote(&mut self, rpc: VoteRequest<MemberId>, option: RPCOption) -> Rpc<VoteResponse<MemberId>> {
         match self.call(RpcRequest::Vote(rpc), option.hard_ttl()).await? {
             RpcResponse::Vote(r) => r.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e))),
+            RpcResponse::VoteRefused { resp, why } => {
+                if self.refusal_logged.is_none_or(|t| t.elapsed() >= Duration::from_secs(10)) {
+                    self.refusal_logged = Some(std::time::Instant::now());
+                    tracing::warn!(peer = self.target, "member {} refuses to vote: {why}", self.target);
+                }
+                Ok(resp)
+            }
             _ => Err(self.unexpected()),
         }
     }

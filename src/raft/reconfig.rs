@@ -20,6 +20,13 @@ use std::time::Duration;
 pub struct Plan {
     pub add: BTreeMap<u64, ServerSpec>,
     pub remove: BTreeSet<u64>,
+    /// Existing members with a new role (participant ↔ observer), new addresses, or both: what
+    /// ZooKeeper does when a reconfig names an existing server with a different spec.
+    pub change: BTreeMap<u64, ServerSpec>,
+    /// The client's `fromConfig` (not -1): checked again by the leader, where reconfigs are
+    /// ordered, so two reconfigs from the same configuration sent to different members cannot
+    /// both succeed (ZooKeeper checks it in the leader's PrepRequestProcessor).
+    pub from_version: Option<i64>,
 }
 
 /// `server.N=spec` entries of a joining or newMembers string (comma or newline separated).
@@ -59,8 +66,9 @@ pub fn plan(
             for (id, spec) in wanted {
                 match now.get(&id) {
                     Some(cur) if voters.contains(&id) != spec.observer && same_addresses(cur, &spec) => {}
-                    // A role or address change of an existing member is not supported yet.
-                    Some(_) => return Err(ErrorCode::BadArguments),
+                    Some(_) => {
+                        plan.change.insert(id, spec);
+                    }
                     None => {
                         plan.add.insert(id, spec);
                     }
@@ -79,15 +87,26 @@ pub fn plan(
             }
             if let Some(list) = joining {
                 for (id, spec) in servers(list)? {
-                    if now.contains_key(&id) || plan.remove.contains(&id) {
+                    if plan.remove.contains(&id) {
                         return Err(ErrorCode::BadArguments);
                     }
-                    plan.add.insert(id, spec);
+                    // Joining a server that is already a member changes its role or addresses
+                    // (ZooKeeper's way: `reconfig -add server.5=…:participant` promotes observer 5).
+                    match now.get(&id) {
+                        Some(cur) if voters.contains(&id) != spec.observer && same_addresses(cur, &spec) => {}
+                        Some(_) => {
+                            plan.change.insert(id, spec);
+                        }
+                        None => {
+                            plan.add.insert(id, spec);
+                        }
+                    }
                 }
             }
         }
     }
-    let voters_after = voters.iter().filter(|id| !plan.remove.contains(id)).count()
+    let stays_voter = |id: &u64| plan.change.get(id).map_or(voters.contains(id), |s| !s.observer);
+    let voters_after = now.keys().filter(|id| !plan.remove.contains(id) && stays_voter(id)).count()
         + plan.add.values().filter(|s| !s.observer).count();
     if voters_after == 0 {
         return Err(ErrorCode::BadArguments);
@@ -96,7 +115,7 @@ pub fn plan(
 }
 
 fn same_addresses(a: &ServerSpec, b: &ServerSpec) -> bool {
-    (&a.host, a.peer_port, a.election_port) == (&b.host, b.peer_port, b.election_port)
+    (&a.host, a.peer_port, a.election_port, &a.client) == (&b.host, b.peer_port, b.election_port, &b.client)
 }
 
 /// Why a reconfig on the leader did not complete.
@@ -128,9 +147,30 @@ fn mapped<E: std::fmt::Display>(
     }
 }
 
-/// Carries a plan out on the leader; the log index of its last membership entry.
+/// Carries a plan out on the leader; the log index of its last membership entry. The caller
+/// holds the leader's reconfig lock, so the plan's steps never interleave with another's.
 pub async fn execute(raft: &Raft, plan: Plan, catch_up: Duration) -> Result<u64, Failed> {
-    let mut last = raft.metrics().borrow().membership_config.log_id().map_or(0, |l| l.index);
+    let (mut last, version) = {
+        let m = raft.metrics();
+        let m = m.borrow();
+        let log_id = m.membership_config.log_id().as_ref().copied();
+        (log_id.map_or(0, |l| l.index), log_id.map_or(0, |l| super::types::zxid_of(&l)))
+    };
+    if plan.from_version.is_some_and(|v| v != version) {
+        tracing::info!(
+            version = format!("0x{version:x}"),
+            "reconfig refused: the configuration changed since the client read it"
+        );
+        return Err(Failed::Code(ErrorCode::BadVersion));
+    }
+    // A leader that died between the two entries of a membership change (joint, then the new
+    // configuration alone) left the joint one: finish it first, so the client's retry ends on
+    // the new membership, never half-way.
+    let joint = raft.metrics().borrow().membership_config.membership().get_joint_config().len() > 1;
+    if joint {
+        tracing::info!("finishing the membership change a former leader left half-way");
+        last = mapped(raft.change_membership(ChangeMembers::AddVoterIds(BTreeSet::new()), true).await)?;
+    }
     let observers: BTreeMap<u64, ServerSpec> =
         plan.add.iter().filter(|(_, s)| s.observer).map(|(i, s)| (*i, s.clone())).collect();
     let participants: BTreeMap<u64, ServerSpec> =
@@ -149,9 +189,33 @@ pub async fn execute(raft: &Raft, plan: Plan, catch_up: Duration) -> Result<u64,
             }
         }
     }
-    if !participants.is_empty() {
-        let ids: BTreeSet<u64> = participants.keys().copied().collect();
-        last = mapped(raft.change_membership(ChangeMembers::AddVoterIds(ids), false).await)?;
+    // Existing members: new addresses first (a promoted observer is reached at its new one),
+    // then the roles.
+    let (now_nodes, voters_now): (BTreeMap<u64, ServerSpec>, BTreeSet<u64>) = {
+        let m = raft.metrics();
+        let m = m.borrow();
+        let ms = m.membership_config.membership();
+        (ms.nodes().map(|(i, n)| (*i, n.clone())).collect(), ms.voter_ids().collect())
+    };
+    let readdressed: BTreeMap<u64, ServerSpec> = plan
+        .change
+        .iter()
+        .filter(|(id, spec)| now_nodes.get(id).is_some_and(|cur| !same_addresses(cur, spec)))
+        .map(|(id, spec)| (*id, spec.clone()))
+        .collect();
+    if !readdressed.is_empty() {
+        last = mapped(raft.change_membership(ChangeMembers::SetNodes(readdressed), false).await)?;
+    }
+    let promoted = plan.change.iter().filter(|(id, s)| !s.observer && !voters_now.contains(id)).map(|(id, _)| *id);
+    let demoted: BTreeSet<u64> =
+        plan.change.iter().filter(|(id, s)| s.observer && voters_now.contains(id)).map(|(id, _)| *id).collect();
+    let new_voters: BTreeSet<u64> = participants.keys().copied().chain(promoted).collect();
+    if !new_voters.is_empty() {
+        last = mapped(raft.change_membership(ChangeMembers::AddVoterIds(new_voters), false).await)?;
+    }
+    if !demoted.is_empty() {
+        // Kept as learners: ZooKeeper's demoted participant goes on as an observer.
+        last = mapped(raft.change_membership(ChangeMembers::RemoveVoters(demoted), true).await)?;
     }
     if !plan.remove.is_empty() {
         let voters: BTreeSet<u64> = raft.metrics().borrow().membership_config.membership().voter_ids().collect();
@@ -193,5 +257,23 @@ mod tests {
         let p = plan(None, None, Some("server.1=h:10:11,server.2=h:20:21,server.4=h:40:41"), &m).unwrap();
         assert_eq!(p.remove, [3].into_iter().collect());
         assert_eq!(p.add.keys().copied().collect::<Vec<_>>(), vec![4]);
+    }
+
+    /// Issue 22 item 7: an existing server named with another role or address is changed, as in
+    /// ZooKeeper (it answered BadArguments, "not supported yet").
+    #[test]
+    fn a_reconfig_changes_the_role_or_address_of_an_existing_member() {
+        let m = membership();
+        let p = plan(Some("server.3=h:30:31:observer"), None, None, &m).unwrap();
+        assert!(p.add.is_empty() && p.remove.is_empty());
+        assert!(p.change[&3].observer, "participant 3 becomes an observer");
+        let p = plan(None, None, Some("server.1=h:10:11,server.2=h:20:21,server.3=h2:30:31"), &m).unwrap();
+        assert_eq!(p.change[&3].host, "h2", "member 3 moves");
+        let p = plan(Some("server.2=h:20:21;0.0.0.0:2182"), None, None, &m).unwrap();
+        assert_eq!(p.change[&2].client, Some(("0.0.0.0".to_string(), 2182)), "a new client address");
+        assert!(plan(Some("server.1=h:10:11"), None, None, &m).unwrap().change.is_empty(), "the same spec: no change");
+        // Demoting every participant would leave no voter.
+        let all = "server.1=h:10:11:observer,server.2=h:20:21:observer,server.3=h:30:31:observer";
+        assert_eq!(plan(None, None, Some(all), &m).unwrap_err(), ErrorCode::BadArguments);
     }
 }

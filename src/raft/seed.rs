@@ -106,6 +106,11 @@ impl Gate {
         self.pending || (self.defer_to.is_some_and(|d| d != peer) && !initialized)
     }
 
+    /// True while this member waits for another member's seed: it never had data of its own.
+    pub fn deferring(&self) -> bool {
+        self.defer_to.is_some()
+    }
+
     pub fn seed_pending(&self) -> bool {
         self.pending
     }

@@ -160,7 +160,7 @@ impl RaftStateMachine<Zkr> for StateMachine {
         for e in entries {
             let payload = match e.payload {
                 EntryPayload::Blank => CommittedPayload::Blank,
-                EntryPayload::Normal(batch) => CommittedPayload::Commands(batch.0),
+                EntryPayload::Normal(batch) => CommittedPayload::Commands(batch),
                 EntryPayload::Membership(m) => {
                     self.membership = Membership::new(Some(e.log_id), m.clone());
                     CommittedPayload::Membership(self.membership.clone())

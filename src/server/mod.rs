@@ -423,16 +423,16 @@ async fn start_member(
         let every = crate::security::tls::RELOAD_POLL;
         tokio::spawn(t.clone().watch(shutdown.clone(), every));
     }
-    let link = crate::raft::link::Link::new(me, quorum_tls);
+    let timing = crate::raft::timing::Timing::of(cfg, ens);
+    let link = crate::raft::link::Link::new(me, quorum_tls, timing);
     if crate::raft::seed::wanted(cfg)? {
         // Asked every heartbeat: an empty member started with this one initializes after one
         // election timeout (ten heartbeats) unless it has heard this member's probe (a probe
         // every 500 ms lost that race at tickTime 200 on a loaded machine).
-        let every = crate::raft::raft_config(cfg, ens).map(|c| c.heartbeat_interval).unwrap_or(100);
-        let peers_term =
-            crate::raft::seed::probe(&link, ens, shutdown, Duration::from_millis(every)).await.map_err(|e| {
-                StartError::Ensemble(format!("cannot seed the ensemble from {}: {e}", cfg.data_dir.display()))
-            })?;
+        let every = timing.heartbeat;
+        let peers_term = crate::raft::seed::probe(&link, ens, shutdown, every).await.map_err(|e| {
+            StartError::Ensemble(format!("cannot seed the ensemble from {}: {e}", cfg.data_dir.display()))
+        })?;
         crate::raft::seed::seed(cfg, ens, peers_term)?;
     }
     let lock = crate::storage::lock(&cfg.data_dir)?;
@@ -440,8 +440,6 @@ async fn start_member(
     let started = std::time::Instant::now();
     let rec = crate::raft::recover(cfg)?;
     let raft_cfg = crate::raft::raft_config(cfg, ens).map_err(StartError::Ensemble)?;
-    let raft_cfg_election_max = raft_cfg.election_timeout_max;
-    let raft_cfg_heartbeat = raft_cfg.heartbeat_interval;
     tracing::info!(
         id = me,
         zxid = format!("0x{:x}", rec.tree.last_zxid()),
@@ -455,9 +453,13 @@ async fn start_member(
     let (repl, proposals) = crate::raft::core_side(me, &rec, cfg.read_only_enabled);
     // Handshakes wait for a leader up to one election timeout (an election after a leader's
     // death takes a fraction of that) before they are refused.
-    let repl = repl.with_handshake_hold(raft_cfg_election_max).with_keep_clients(cfg.keep_clients_on_leader_loss);
+    let checks = crate::raft::command::LatestCheck::default();
+    let repl = repl
+        .with_handshake_hold(timing.election_max.as_millis() as u64)
+        .with_keep_clients(cfg.keep_clients_on_leader_loss)
+        .with_latest_check(checks.clone());
     let (core_tx, core_rx) = mpsc::channel(CORE_QUEUE);
-    let crate::raft::Recovered { tree, applied, membership, log, snap_dir, .. } = rec;
+    let crate::raft::Recovered { tree, applied, membership, log, snap_dir, amnesia, .. } = rec;
     let views = Arc::new(view::Views::new(tree.last_zxid()));
     let core = Core::new(
         cfg.clone(),
@@ -472,6 +474,7 @@ async fn start_member(
         .name("zkr-core".into())
         .spawn(move || core.run(core_rx))
         .map_err(StartError::Thread)?;
+    let log_reader = log.clone();
     let sm = state_machine::StateMachine::new(core_tx.clone(), snap_dir, applied, membership);
     let raft = crate::raft::types::Raft::new(me, Arc::new(raft_cfg), network::Network { link: link.clone() }, log, sm)
         .await
@@ -480,18 +483,23 @@ async fn start_member(
     let listener = TcpListener::bind(&peer).await.map_err(|source| StartError::Bind { addr: peer.clone(), source })?;
     let peer_addr = listener.local_addr().map_err(|source| StartError::Bind { addr: peer.clone(), source })?;
     let gate = crate::raft::seed::Gate::load(&crate::raft::raft_dir(cfg))?;
-    let status = Arc::new(member::MemberStatus { seed: parking_lot::Mutex::new(gate), ..Default::default() });
+    let amnesia = crate::raft::amnesia::Amnesia::new(&crate::raft::raft_dir(cfg), amnesia);
+    let status = Arc::new(member::MemberStatus { seed: parking_lot::Mutex::new(gate), amnesia, ..Default::default() });
+    if status.amnesia.active() {
+        // No election of its own while it may have lost acknowledged entries (see `amnesia`).
+        raft.runtime_config().elect(false);
+    }
     member::tag_logs(me, status.clone());
-    let submitter = member::Submitter::spawn(raft.clone(), shutdown.clone());
-    let peers = tokio::spawn(member::serve_peers(
-        link.clone(),
-        listener,
-        raft.clone(),
-        submitter.clone(),
-        core_tx.clone(),
-        status.clone(),
-        shutdown.clone(),
-    ));
+    let submitter = member::Submitter::spawn(raft.clone(), checks, shutdown.clone());
+    let port = member::PeerPort {
+        link: link.clone(),
+        raft: raft.clone(),
+        submitter: submitter.clone(),
+        core: core_tx.clone(),
+        status: status.clone(),
+        log: log_reader,
+    };
+    let peers = tokio::spawn(member::serve_peers(port, listener, shutdown.clone()));
     let voters: std::collections::BTreeMap<u64, crate::raft::members::ServerSpec> =
         ens.members.iter().filter(|(_, s)| !s.observer).map(|(id, s)| (*id, s.clone())).collect();
     // An observer never initializes the ensemble: the leader adds it as a learner.
@@ -501,8 +509,16 @@ async fn start_member(
         // first, so that a member seeding the ensemble and started with it is heard from
         // before (no election could end sooner anyway).
         let (raft, status, stop) = (raft.clone(), status.clone(), shutdown.clone());
-        let wait = Duration::from_millis(raft_cfg_election_max);
+        let wait = timing.election_max;
+        let (link, ens) = (link.clone(), ens.clone());
         tokio::spawn(async move {
+            if status.amnesia.state() == crate::raft::amnesia::State::Probing {
+                // Empty: a member of a new ensemble, or one whose data was wiped? The others know.
+                let every = timing.heartbeat;
+                if !member::probe_ensemble(&link, &ens, &raft, &status, &stop, every).await {
+                    return;
+                }
+            }
             tokio::select! {
                 _ = stop.cancelled() => return,
                 _ = tokio::time::sleep(wait) => {}
@@ -526,9 +542,7 @@ async fn start_member(
         shutdown.clone(),
     ));
     tokio::spawn(member::keep_observers(raft.clone(), shared.clone(), shutdown.clone()));
-    member::set_elect_step(Duration::from_millis(raft_cfg_heartbeat / 2));
-    member::set_catch_up(Duration::from_millis((cfg.tick_time_ms as u64 * ens.init_limit as u64).max(2000)));
-    let stale = crate::raft::stale_after(cfg, ens);
+    let stale = timing.stale_after;
     tokio::spawn(member::watch_role(raft.clone(), core_tx.clone(), status.clone(), stale, shutdown.clone()));
     tracing::info!(id = me, peer = %peer_addr, members = ens.members.len(), "ensemble member started");
     let member = Member { raft, status, peer_addr, peers };

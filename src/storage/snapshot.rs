@@ -15,7 +15,8 @@
 //! version 1 (still read) has no segments, and a node starts with its full path (ustring)
 //!           instead of parent and name.
 //! session   id i64 | timeout i32 | flags u8 (bit 0: imported from ZooKeeper, password derived its way;
-//!           bit 1: an ensemble session, its 16-byte password follows)
+//!           bit 1: an ensemble session, its 16-byte password follows; bit 2: its owner follows,
+//!           member u64 | seq u64, after the password)
 //! ```
 //! The crc32 covers every byte before it. A snapshot is an exact image of the tree at its zxid:
 //! the core hands a copy of the tree (node payloads are shared, not copied) to a background
@@ -24,7 +25,7 @@
 use super::StorageError;
 use crate::proto::jute::{self, JuteWrite};
 use crate::proto::stat::{parse_acls, write_acls};
-use crate::tree::{DataTree, NodeStat, Znode};
+use crate::tree::{DataTree, NodeStat, SessionInfo, SessionOwner, Znode};
 use crate::txn::Zxid;
 use bytes::BufMut;
 use std::fs::File;
@@ -140,9 +141,13 @@ pub fn encode_to(tree: &DataTree, out: &mut impl Write) -> std::io::Result<()> {
     for (id, info) in tree.sessions() {
         b.put_i64(*id);
         b.put_i32(info.timeout_ms);
-        b.put_u8(info.zk_password as u8 | (info.password.is_some() as u8) << 1);
+        b.put_u8(info.zk_password as u8 | (info.password.is_some() as u8) << 1 | (info.owner.is_some() as u8) << 2);
         if let Some(p) = &info.password {
             b.put_slice(p);
+        }
+        if let Some(o) = &info.owner {
+            b.put_u64(o.member);
+            b.put_u64(o.seq);
         }
     }
     flush(&mut b, &mut crc, out)?;
@@ -316,7 +321,15 @@ pub fn read(path: &Path) -> Result<DataTree, StorageError> {
             } else {
                 (r, None)
             };
-            tree.restore_session(id, timeout, flags & 1 != 0, password);
+            let (r, owner) = if flags & 4 != 0 {
+                let (r, member) = jute::long(r)?;
+                let (r, seq) = jute::long(r)?;
+                (r, Some(SessionOwner { member: member as u64, seq: seq as u64 }))
+            } else {
+                (r, None)
+            };
+            let info = SessionInfo { timeout_ms: timeout, zk_password: flags & 1 != 0, password, owner };
+            tree.restore_session(id, info);
             i = r;
         }
         Ok((i, tree))
@@ -348,6 +361,12 @@ mod tests {
             },
             &mut Vec::new(),
         );
+        // An ensemble's session carries its owner; an old or standalone one has none.
+        t.apply(
+            &Txn { zxid: 1, time: 1, session: 10, op: TxnOp::CreateSession { timeout_ms: 5000, password: None } },
+            &mut Vec::new(),
+        );
+        assert!(t.set_owner(9, crate::tree::SessionOwner { member: 3, seq: 1 << 41 }));
         for (z, (p, flags)) in [("/a", 0), ("/a/b", 1), ("/c", 4), ("/a/s", 2)].into_iter().enumerate() {
             let req = CreateRequest {
                 path: p.into(),

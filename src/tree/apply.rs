@@ -74,7 +74,7 @@ impl DataTree {
             TxnOp::CreateSession { timeout_ms, password } => {
                 self.sessions.insert(
                     txn.session,
-                    SessionInfo { timeout_ms: *timeout_ms, zk_password: false, password: *password },
+                    SessionInfo { timeout_ms: *timeout_ms, zk_password: false, password: *password, owner: None },
                 );
                 OpOutcome::Session
             }

@@ -66,6 +66,31 @@ pub struct SessionInfo {
     pub zk_password: bool,
     /// The password of an ensemble's session (replicated, so any member can check it).
     pub password: Option<[u8; crate::proto::PASSWORD_LEN]>,
+    /// An ensemble's session: where it is attached (`None` standalone, and for sessions from
+    /// before owners were kept, which any member may serve).
+    pub owner: Option<SessionOwner>,
+}
+
+/// The member a session is attached to, and the number of the proposal that attached it there
+/// (its createSession, or the re-attach of its client). A member numbers its proposals in
+/// increasing order, across restarts too, so a write of this session that member proposed
+/// before the attach has a lower number: ZooKeeper's session owner (SessionTrackerImpl's
+/// `owner`, set by createSession and by a re-attach's revalidation), kept in the replicated
+/// state so that every member checks it at the same point of the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionOwner {
+    pub member: u64,
+    pub seq: u64,
+}
+
+impl SessionOwner {
+    /// True if a write proposed by `member` as its proposal `seq` comes from where the session
+    /// is attached now, and after it was attached there; otherwise it is refused with
+    /// SessionMoved, as PrepRequestProcessor's `checkSession` refuses a request from a server
+    /// that no longer owns the session.
+    pub fn accepts(&self, member: u64, seq: u64) -> bool {
+        member == self.member && seq > self.seq
+    }
 }
 
 pub const ROOT: NodeId = 0;
@@ -375,14 +400,20 @@ impl DataTree {
         }
     }
 
-    pub fn restore_session(
-        &mut self,
-        id: SessionId,
-        timeout_ms: i32,
-        zk_password: bool,
-        password: Option<[u8; crate::proto::PASSWORD_LEN]>,
-    ) {
-        self.sessions.insert(id, SessionInfo { timeout_ms, zk_password, password });
+    pub fn restore_session(&mut self, id: SessionId, info: SessionInfo) {
+        self.sessions.insert(id, info);
+    }
+
+    /// Attaches an ensemble's session to a member (see `SessionOwner`); false if there is no
+    /// such session.
+    pub fn set_owner(&mut self, id: SessionId, owner: SessionOwner) -> bool {
+        match self.sessions.get_mut(&id) {
+            Some(s) => {
+                s.owner = Some(owner);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Marks every session as imported from ZooKeeper (their clients keep ZooKeeper passwords).

@@ -175,3 +175,38 @@ pub async fn converged(cl: &Cluster) -> String {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// Record offsets and lengths of a Raft log segment ("ZKRL" | version, then length | crc |
+/// payload records, then zeros).
+pub fn segment_records(path: &std::path::Path) -> Vec<(u64, u64)> {
+    let b = std::fs::read(path).unwrap();
+    let mut out = Vec::new();
+    let mut off = 8usize;
+    while off + 8 <= b.len() {
+        let len = u32::from_be_bytes([b[off], b[off + 1], b[off + 2], b[off + 3]]) as usize;
+        if len == 0 {
+            break;
+        }
+        out.push((off as u64, 8 + len as u64));
+        off += 8 + len;
+    }
+    out
+}
+
+pub fn newest_file(dir: &std::path::Path, prefix: &str) -> std::path::PathBuf {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            let n = p.file_name().unwrap().to_string_lossy().into_owned();
+            n.starts_with(prefix) && !n.ends_with(".meta") && !n.ends_with(".tmp")
+        })
+        .collect();
+    files.sort();
+    files.pop().unwrap_or_else(|| panic!("no {prefix}* in {}", dir.display()))
+}
+
+pub fn files_in(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir).map_or(0, |rd| rd.count())
+}

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod cluster;
+pub mod ensemble_proc;
 pub mod zkr_proc;
 
 use bytes::{BufMut, BytesMut};
@@ -33,6 +34,8 @@ pub fn test_config() -> Config {
         max_client_cnxns: 0,
         container_check_interval_ms: 200,
         admin_enabled: false,
+        // A member that must stop stops serving; the test process goes on.
+        exit_on_fatal: false,
         ..Config::default()
     }
 }

@@ -1,25 +1,31 @@
 //! A running ensemble member's Raft side: the peer listener, the proposer that takes the core's
 //! proposals to the leader, and the watcher that tells the core its role.
 //!
-//! The core never waits on any of these: proposals leave through an unbounded queue (each
-//! connection bounds its own requests in flight) and everything learned comes back as a
-//! `CoreMsg::Replication` message.
+//! The core never waits on any of these: proposals leave through a bounded queue the core
+//! never blocks on (a full one fails the request), session reports on a lane of their own, and
+//! everything learned comes back as a `CoreMsg::Replication` message. No queue here grows
+//! without bound: a leader that stops reading (paused, overloaded) breaks its followers'
+//! forward streams after an election timeout instead of holding their proposals.
 //!
-//! `peers` serves the peer port, `proposer` takes proposals to the log; this file holds the
-//! member's status and the watcher that tells the core its role.
+//! `peers` serves the peer port, `proposer` takes proposals to the log, `probe` asks the others
+//! whether an empty member's ensemble has data; this file holds the member's status and the
+//! watcher that tells the core its role.
 
 mod peers;
+mod probe;
 mod proposer;
 
 pub use peers::*;
+pub use probe::*;
 pub use proposer::*;
 
 use super::command::{Batch, Command, BATCH_MAX_BYTES, BATCH_MAX_COMMANDS};
 use super::link::{self, Link, PeerRead, PeerStream, PeerWrite};
+use super::log_store::LogStore;
 use super::members::Ensemble;
 use super::network::{self, ForwardMsg, ForwardReply, Hello, Kind, RpcRequest, RpcResponse};
-use super::types::{MemberId, Raft};
-use crate::server::core::replicated::{Proposal, ReplMsg, Role};
+use super::types::{LogId, MemberId, Raft};
+use crate::server::core::replicated::{Inlet, Proposal, ReplMsg, Role};
 use crate::server::core::CoreMsg;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -43,6 +49,8 @@ pub struct MemberStatus {
     pub wake: tokio::sync::Notify,
     /// Seeding a new ensemble from a standalone data directory (see `seed`).
     pub seed: parking_lot::Mutex<super::seed::Gate>,
+    /// Whether this member may have lost entries it acknowledged (see `amnesia`).
+    pub amnesia: super::amnesia::Amnesia,
 }
 
 /// True once this member has a membership (it initialized, or a leader's log or snapshot

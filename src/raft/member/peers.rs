@@ -4,16 +4,20 @@
 
 use super::*;
 
+/// What the peer port serves with: this member's side of its peer connections, its Raft, the
+/// leader's way into the log, its core, its status and a reader of its log (for divergence).
+pub struct PeerPort {
+    pub link: Link,
+    pub raft: Raft,
+    pub submitter: Submitter,
+    pub core: mpsc::Sender<CoreMsg>,
+    pub status: Arc<MemberStatus>,
+    pub log: LogStore,
+}
+
 /// Serves the peer port: openraft's RPCs and forward streams from other members.
-pub async fn serve_peers(
-    link: Link,
-    listener: TcpListener,
-    raft: Raft,
-    submitter: Submitter,
-    core: mpsc::Sender<CoreMsg>,
-    status: Arc<MemberStatus>,
-    shutdown: CancellationToken,
-) {
+pub async fn serve_peers(port: PeerPort, listener: TcpListener, shutdown: CancellationToken) {
+    let PeerPort { link, raft, submitter, core, status, log } = port;
     loop {
         let accepted = tokio::select! {
             _ = shutdown.cancelled() => break,
@@ -29,7 +33,7 @@ pub async fn serve_peers(
         };
         let _ = tcp.set_nodelay(true);
         let (raft, core, status, stop) = (raft.clone(), core.clone(), status.clone(), shutdown.clone());
-        let (submitter, link) = (submitter.clone(), link.clone());
+        let (submitter, link, log) = (submitter.clone(), link.clone(), log.clone());
         tokio::spawn(async move {
             let mut stream = match link.accept(tcp, peer).await {
                 Ok(s) => s,
@@ -38,8 +42,7 @@ pub async fn serve_peers(
                     return;
                 }
             };
-            let hello =
-                tokio::time::timeout(Duration::from_secs(5), network::read_frame::<_, Hello>(&mut stream)).await;
+            let hello = tokio::time::timeout(link.timing.handshake, network::read_frame::<_, Hello>(&mut stream)).await;
             let hello = match hello {
                 Ok(Ok(h)) => h,
                 Ok(Err(e)) => {
@@ -55,8 +58,8 @@ pub async fn serve_peers(
                 _ = stop.cancelled() => Ok(()),
                 r = async {
                     match hello.kind {
-                        Kind::Rpc => serve_rpc(stream, hello.from, &raft, &status, &link).await,
-                        Kind::Forward => serve_forward(stream, &raft, &submitter, &core).await,
+                        Kind::Rpc => serve_rpc(stream, hello.from, &raft, &status, &link, &log).await,
+                        Kind::Forward => serve_forward(stream, &raft, &submitter, &core, link.timing).await,
                     }
                 } => r,
             };
@@ -82,11 +85,12 @@ pub(super) async fn serve_rpc(
     mut s: PeerStream,
     from: MemberId,
     raft: &Raft,
-    status: &MemberStatus,
+    status: &Arc<MemberStatus>,
     link: &Link,
+    log: &LogStore,
 ) -> Result<(), network::PeerError> {
     let mut replicated = false;
-    let result = serve_rpc_frames(&mut s, from, raft, status, &mut replicated).await;
+    let result = serve_rpc_frames(&mut s, from, raft, status, log, &mut replicated).await;
     drop(s);
     let (me, leader, addr) = {
         let m = raft.metrics();
@@ -103,7 +107,8 @@ pub(super) async fn serve_rpc(
             tracing::info!(leader = from, "the leader is gone (its stream ended, its peer port refuses): not serving until a leader is heard from");
             status.leader_lost.store(true, Ordering::Release);
             status.wake.notify_one();
-            tokio::spawn(elect_after_leader_loss(raft.clone(), me, from));
+            let step = link.timing.elect_step;
+            tokio::spawn(elect_after_leader_loss(raft.clone(), me, from, status.clone(), step));
         }
     }
     result
@@ -120,6 +125,10 @@ pub(super) async fn peer_is_gone(addr: &str, link: &Link) -> bool {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         match link.connect(addr, Kind::Rpc).await {
+            // No answer at all is a partition (or a paused host), not a death: the election
+            // timeout decides, or a member cut off for half a second deposes a healthy leader at
+            // every heal (found by the fault suite's moved-session nemesis).
+            Err(network::PeerError::Io(e)) if e.kind() == std::io::ErrorKind::TimedOut => return false,
             Err(_) => return true,
             Ok(mut s) => {
                 let mut b = [0u8; 1];
@@ -137,11 +146,13 @@ pub(super) async fn serve_rpc_frames(
     from: MemberId,
     raft: &Raft,
     status: &MemberStatus,
+    log: &LogStore,
     replicated: &mut bool,
 ) -> Result<(), network::PeerError> {
     loop {
         let req: RpcRequest = network::read_frame(&mut *s).await?;
-        if !matches!(req, RpcRequest::SeedProbe) && status.seed.lock().refuses(from, initialized(raft)) {
+        let probe = matches!(req, RpcRequest::SeedProbe | RpcRequest::StateProbe);
+        if !probe && status.seed.lock().refuses(from, initialized(raft)) {
             // Waiting for a seed (or holding one not yet on a quorum): no other member may
             // lead this one. Closing the connection reads as unreachable to the caller.
             tracing::debug!(peer = from, "refusing a Raft RPC while the ensemble's seed is pending");
@@ -152,20 +163,67 @@ pub(super) async fn serve_rpc_frames(
                 let term = raft.metrics().borrow().current_term;
                 RpcResponse::SeedProbe(status.seed.lock().answer(from, term, initialized(raft)))
             }
+            RpcRequest::StateProbe => RpcResponse::StateProbe(state_answer(raft)),
+            RpcRequest::Append(r) if status.amnesia.refuses_leader(r.vote.leader_id.term) => {
+                stale_leader(from, r.vote.leader_id.term);
+                return Ok(());
+            }
+            RpcRequest::Snapshot(r) if status.amnesia.refuses_leader(r.vote.leader_id.term) => {
+                stale_leader(from, r.vote.leader_id.term);
+                return Ok(());
+            }
             RpcRequest::Append(r) => {
+                let (applied, vote) = {
+                    let m = raft.metrics();
+                    let m = m.borrow();
+                    (m.last_applied, m.vote)
+                };
+                // Only a leader this member would follow can prove a divergence: a deposed one
+                // (paused while the others elected, its log rightly behind theirs) is refused by
+                // openraft below. (Found by a_paused_leader_never_stalls_a_follower: the new
+                // leader took the old one's append for a divergence and stopped.)
+                if r.vote >= vote {
+                    if let Some((index, mine, theirs)) =
+                        crate::raft::diverge::at(log, applied, r.prev_log_id, &r.entries)
+                    {
+                        start_over(log, from, index, mine, theirs);
+                    }
+                }
+                let (term, commit) = (r.vote.leader_id.term, r.leader_commit);
                 let res = raft.append_entries(r).await;
-                if res.is_ok() {
+                let from_our_leader =
+                    matches!(&res, Ok(resp) if !matches!(resp, openraft::raft::AppendEntriesResponse::HigherVote(_)));
+                if let (Ok(resp), true) = (&res, from_our_leader) {
+                    *replicated = true;
+                    status.leader_contact.store(crate::session::mono_ms().max(1), Ordering::Release);
+                    status.leader_lost.store(false, Ordering::Release);
+                    let last = raft.metrics().borrow().last_log_index;
+                    if resp.is_success() && status.amnesia.caught_up(term, commit, last) {
+                        tracing::info!(
+                            leader = from,
+                            term,
+                            "caught up by a leader elected without this member: it is whole again and votes"
+                        );
+                        raft.runtime_config().elect(true);
+                    }
+                }
+                RpcResponse::Append(res)
+            }
+            RpcRequest::Vote(r) => match status.amnesia.refusal() {
+                Some(why) => {
+                    let vote = raft.metrics().borrow().vote;
+                    tracing::debug!(candidate = from, "vote refused: {why}");
+                    RpcResponse::VoteRefused { resp: openraft::raft::VoteResponse::new(vote, None, false), why }
+                }
+                None => RpcResponse::Vote(raft.vote(r).await),
+            },
+            RpcRequest::Snapshot(r) => {
+                // A deposed leader's snapshot is refused by openraft: it is no contact with a leader.
+                if r.vote >= raft.metrics().borrow().vote {
                     *replicated = true;
                     status.leader_contact.store(crate::session::mono_ms().max(1), Ordering::Release);
                     status.leader_lost.store(false, Ordering::Release);
                 }
-                RpcResponse::Append(res)
-            }
-            RpcRequest::Vote(r) => RpcResponse::Vote(raft.vote(r).await),
-            RpcRequest::Snapshot(r) => {
-                *replicated = true;
-                status.leader_contact.store(crate::session::mono_ms().max(1), Ordering::Release);
-                status.leader_lost.store(false, Ordering::Release);
                 RpcResponse::Snapshot(raft.install_snapshot(r).await)
             }
         };
@@ -173,65 +231,110 @@ pub(super) async fn serve_rpc_frames(
     }
 }
 
+/// The leader disagrees with an entry this member applied (see `diverge`): say so, mark the
+/// Raft state to be set aside and stop, to start again as an empty member the leader refills.
+fn start_over(log: &LogStore, leader: MemberId, index: u64, mine: LogId, theirs: LogId) -> ! {
+    let dir = log.raft_dir();
+    let line = format!(
+        "member {leader} leads a log that differs from what this member applied at index {index} (here {mine}, \
+         there {theirs}): the ensemble went on without writes this member holds (zkr.acceptDataLoss on another \
+         member). This member stops; started again it sets its Raft state aside and catches up as an empty member"
+    );
+    tracing::error!("{line}");
+    eprintln!("zkr: {line}");
+    if let Err(e) = crate::raft::diverge::mark(&dir, &line) {
+        tracing::error!(dir = %dir.display(), "cannot mark the raft state to be set aside: {e}");
+    }
+    std::process::exit(70);
+}
+
+/// An amnesiac member refuses a leader of a term older than the newest it knew of: that leader
+/// may have been deposed while this member lost what it had acknowledged to its successor, and
+/// with this member's help it could still commit in a term that is over. Closing the
+/// connection reads as unreachable to it.
+fn stale_leader(from: MemberId, term: u64) {
+    tracing::debug!(
+        leader = from,
+        term,
+        "refusing entries from a leader of a term older than this member knew before it lost data"
+    );
+}
+
 /// The leader's end of a follower's forward stream: proposals go into the log in the order they
-/// arrive (one stream per follower keeps each session's writes in order).
+/// arrive (one stream per follower keeps each session's writes in order). While the log's queue
+/// is full this stops reading the stream (the follower's own queue then fills and fails its
+/// requests); replies wait in a bounded queue, and a follower that takes none of them for an
+/// election timeout loses the stream.
 pub(super) async fn serve_forward(
     s: PeerStream,
     raft: &Raft,
     submitter: &Submitter,
     core: &mpsc::Sender<CoreMsg>,
+    timing: crate::raft::timing::Timing,
 ) -> Result<(), network::PeerError> {
     let (mut rd, mut wr) = link::split(s);
-    let (tx, mut rx) = mpsc::unbounded_channel::<ForwardReply>();
-    let writer = tokio::spawn(async move {
-        while let Some(r) = rx.recv().await {
-            if network::write_frame(&mut wr, &r).await.is_err() {
-                break;
+    let (tx, mut rx) = mpsc::channel::<ForwardReply>(FORWARD_QUEUE);
+    let gone = CancellationToken::new();
+    let writer = tokio::spawn({
+        let gone = gone.clone();
+        async move {
+            while let Some(r) = rx.recv().await {
+                match tokio::time::timeout(timing.election_max, network::write_frame(&mut wr, &r)).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(_)) | Err(_) => break,
+                }
             }
+            gone.cancel();
         }
     });
+    // A reply that finds the queue full means the follower stopped reading: the stream ends.
+    let reply = {
+        let (tx, gone) = (tx.clone(), gone.clone());
+        move |r: ForwardReply| {
+            if tx.try_send(r).is_err() {
+                gone.cancel();
+            }
+        }
+    };
     let result = loop {
-        let msg: ForwardMsg = match network::read_frame(&mut rd).await {
-            Ok(m) => m,
-            Err(e) => break Err(e),
+        let msg: ForwardMsg = tokio::select! {
+            _ = gone.cancelled() => break Err(network::PeerError::Io(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the follower does not read its replies",
+            ))),
+            m = network::read_frame(&mut rd) => match m {
+                Ok(m) => m,
+                Err(e) => break Err(e),
+            },
         };
         match msg {
             ForwardMsg::Propose(mut cmd) => {
                 // The leader's clock stamps every txn, as ZooKeeper's leader does in prep.
                 cmd.time = wall_ms();
-                let tx = tx.clone();
-                submitter.submit(cmd, move |seq| {
-                    let _ = tx.send(ForwardReply::Failed { seq });
-                });
+                let reply = reply.clone();
+                submitter.submit(cmd, move |seq| reply(ForwardReply::Failed { seq })).await;
             }
             ForwardMsg::ReadIndex { seq } => {
-                let (raft, tx) = (raft.clone(), tx.clone());
+                let (raft, reply) = (raft.clone(), reply.clone());
                 tokio::spawn(async move {
-                    let index = read_index(&raft).await;
-                    let _ = tx.send(ForwardReply::ReadIndex { seq, index });
+                    let index = read_index(&raft, timing.read_index).await;
+                    reply(ForwardReply::ReadIndex { seq, index });
                 });
             }
             ForwardMsg::Touch(sids) => to_core(core, ReplMsg::Touch(sids)).await,
             ForwardMsg::Reconfig { seq, plan } => {
-                let (raft, tx) = (raft.clone(), tx.clone());
+                let (raft, reply, submitter) = (raft.clone(), reply.clone(), submitter.clone());
                 tokio::spawn(async move {
-                    let result = run_reconfig(&raft, plan).await.map_err(|e| e.map(|c| c.code()));
-                    let _ = tx.send(ForwardReply::Reconfig { seq, result });
+                    let result =
+                        run_reconfig(&raft, &submitter, plan, timing.catch_up).await.map_err(|e| e.map(|c| c.code()));
+                    reply(ForwardReply::Reconfig { seq, result });
                 });
             }
         }
     };
-    drop(tx);
-    let _ = writer.await;
+    drop((tx, reply));
+    writer.abort();
     result
-}
-
-/// Time between the survivors' elections after the leader's process is gone.
-pub(super) static ELECT_STEP: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
-
-/// Sets that step (half a heartbeat: more than a vote's round trip with its fsync).
-pub fn set_elect_step(d: Duration) {
-    let _ = ELECT_STEP.set(d);
 }
 
 /// The leader's process is gone (`serve_rpc` saw its stream end and its peer port refuse):
@@ -242,8 +345,17 @@ pub fn set_elect_step(d: Duration) {
 /// election one step apart (which ends their leases), and the first of them starts another
 /// after the last: its higher term wins every vote its log allows. If that log is behind,
 /// openraft's own timeouts elect someone else, as before.
-pub(super) async fn elect_after_leader_loss(raft: Raft, me: MemberId, dead: MemberId) {
-    let step = ELECT_STEP.get().copied().unwrap_or(Duration::from_millis(100));
+/// `step`: the time between the survivors' elections (`Timing::elect_step`).
+pub(super) async fn elect_after_leader_loss(
+    raft: Raft,
+    me: MemberId,
+    dead: MemberId,
+    status: Arc<MemberStatus>,
+    step: Duration,
+) {
+    if status.amnesia.active() {
+        return;
+    }
     let survivors: Vec<MemberId> = {
         let m = raft.metrics();
         let m = m.borrow();

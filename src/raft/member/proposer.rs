@@ -17,26 +17,37 @@ pub(super) type OnFail = Box<dyn FnOnce(u64) + Send>;
 /// Each source's proposals keep their order (one queue, read in order).
 #[derive(Clone)]
 pub struct Submitter {
-    tx: mpsc::UnboundedSender<(Command, Option<OnFail>)>,
+    tx: mpsc::Sender<(Command, Option<OnFail>)>,
+    /// Held while a reconfig runs on this leader: reconfigs are carried out one at a time, each
+    /// checked against the configuration the one before it left.
+    reconfig: Arc<tokio::sync::Mutex<()>>,
 }
+
+/// Proposals queued for the leader's log: past this, whoever submits waits (the leader's own
+/// proposer, whose queue then fails the core's requests; a follower's forward stream, which
+/// then stops being read, so the follower's queue fills and fails its requests).
+pub const SUBMIT_QUEUE: usize = 16 * 1024;
+
+/// What a batch carries besides its commands: this leader's newest applied check.
+type Checks = super::super::command::LatestCheck;
 
 /// How long the submitter waits for the log to take a batch before it sends the next one
 /// anyway (a lost metrics update must not stall proposals).
 pub(super) const SUBMIT_WAIT: Duration = Duration::from_millis(5);
 
 impl Submitter {
-    pub fn spawn(raft: Raft, shutdown: CancellationToken) -> Submitter {
-        let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(run_submitter(raft, rx, shutdown));
-        Submitter { tx }
+    pub fn spawn(raft: Raft, checks: Checks, shutdown: CancellationToken) -> Submitter {
+        let (tx, rx) = mpsc::channel(SUBMIT_QUEUE);
+        tokio::spawn(run_submitter(raft, rx, checks, shutdown));
+        Submitter { tx, reconfig: Arc::default() }
     }
 
-    /// Queues a command for the log; `failed(seq)` runs if it will not be committed through
-    /// this leader. A command with seq 0 has nobody waiting for it.
-    pub fn submit(&self, cmd: Command, failed: impl FnOnce(u64) + Send + 'static) {
+    /// Queues a command for the log, waiting while the queue is full; `failed(seq)` runs if it
+    /// will not be committed through this leader. A command with seq 0 has nobody waiting for it.
+    pub async fn submit(&self, cmd: Command, failed: impl FnOnce(u64) + Send + 'static) {
         let seq = cmd.origin.seq;
         let on_fail: Option<OnFail> = (seq != 0).then(|| Box::new(failed) as OnFail);
-        if let Err(mpsc::error::SendError((cmd, Some(f)))) = self.tx.send((cmd, on_fail)) {
+        if let Err(mpsc::error::SendError((cmd, Some(f)))) = self.tx.send((cmd, on_fail)).await {
             f(cmd.origin.seq);
         }
     }
@@ -44,7 +55,8 @@ impl Submitter {
 
 pub(super) async fn run_submitter(
     raft: Raft,
-    mut rx: mpsc::UnboundedReceiver<(Command, Option<OnFail>)>,
+    mut rx: mpsc::Receiver<(Command, Option<OnFail>)>,
+    checks: Checks,
     shutdown: CancellationToken,
 ) {
     let mut metrics = raft.metrics();
@@ -73,7 +85,8 @@ pub(super) async fn run_submitter(
             cmds.push(cmd);
         }
         let before = metrics.borrow().last_log_index.unwrap_or(0);
-        match raft.client_write_ff(Batch(cmds)).await {
+        let check = *checks.lock();
+        match raft.client_write_ff(Batch::new(cmds, check)).await {
             Ok(rx) if !fails.is_empty() => {
                 tokio::spawn(async move {
                     if !matches!(rx.await, Ok(Ok(_))) {
@@ -91,39 +104,109 @@ pub(super) async fn run_submitter(
     }
 }
 
-/// How long a joining participant may take to catch up before a reconfig gives up.
-pub(super) static CATCH_UP: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
-
-/// Sets the catch-up limit of reconfigs (initLimit ticks, ZooKeeper's limit for a learner to sync).
-pub fn set_catch_up(d: Duration) {
-    let _ = CATCH_UP.set(d);
-}
-
-/// Carries out a reconfig on this (leader) member.
+/// Carries out a reconfig on this (leader) member; a joining participant may take `catch_up`
+/// (initLimit ticks, ZooKeeper's limit for a learner to sync).
 pub(super) async fn run_reconfig(
     raft: &Raft,
+    submitter: &Submitter,
     plan: crate::raft::reconfig::Plan,
+    catch_up: Duration,
 ) -> Result<u64, Option<crate::proto::ErrorCode>> {
-    let wait = CATCH_UP.get().copied().unwrap_or(Duration::from_secs(20));
-    crate::raft::reconfig::execute(raft, plan, wait).await.map_err(|f| match f {
+    let _one_at_a_time = submitter.reconfig.lock().await;
+    crate::raft::reconfig::execute(raft, plan, catch_up).await.map_err(|f| match f {
         crate::raft::reconfig::Failed::Code(c) => Some(c),
         crate::raft::reconfig::Failed::Unknown => None,
     })
 }
 
-/// The leader's commit point, confirmed by a quorum (openraft's read index).
-pub(super) async fn read_index(raft: &Raft) -> Option<u64> {
-    match tokio::time::timeout(Duration::from_secs(5), raft.get_read_log_id()).await {
+/// The leader's commit point, confirmed by a quorum within `wait` (openraft's read index).
+pub(super) async fn read_index(raft: &Raft, wait: Duration) -> Option<u64> {
+    match tokio::time::timeout(wait, raft.get_read_log_id()).await {
         Ok(Ok((read, _))) => Some(read.map_or(0, |l| l.index)),
         _ => None,
     }
 }
 
-/// A forward stream to the current leader.
+/// Frames queued for one forward stream's writer. Past this the leader is not reading them
+/// (paused, overloaded): the stream is given up and the proposals fail at once.
+pub const FORWARD_QUEUE: usize = 4 * 1024;
+
+/// A forward stream to the current leader: frames go to its writer task through a bounded
+/// queue (session reports through their own, written first), so the proposer never waits on
+/// the network.
 pub(super) struct Forward {
     leader: MemberId,
-    wr: PeerWrite,
+    queue: mpsc::Sender<ForwardMsg>,
+    touches: mpsc::Sender<Vec<crate::txn::SessionId>>,
     broken: Arc<AtomicBool>,
+}
+
+impl Forward {
+    fn open(
+        leader: MemberId,
+        s: PeerStream,
+        core: &mpsc::Sender<CoreMsg>,
+        wait: Duration,
+        stop: &CancellationToken,
+    ) -> Forward {
+        let (rd, wr) = link::split(s);
+        let broken = Arc::new(AtomicBool::new(false));
+        let (queue, frames) = mpsc::channel(FORWARD_QUEUE);
+        let (touches, reports) = mpsc::channel(crate::server::core::replicated::TOUCH_QUEUE);
+        tokio::spawn(read_replies(rd, core.clone(), broken.clone(), stop.clone()));
+        tokio::spawn(write_forward(leader, wr, frames, reports, core.clone(), broken.clone(), wait));
+        Forward { leader, queue, touches, broken }
+    }
+
+    /// Queues `msg` without waiting; gives it back (`Some`) if the stream is broken or the
+    /// leader stopped reading it (its queue is full).
+    fn send(&self, msg: ForwardMsg) -> Option<ForwardMsg> {
+        use mpsc::error::TrySendError::{Closed, Full};
+        if self.broken.load(Ordering::Acquire) {
+            return Some(msg);
+        }
+        match msg {
+            // A report that finds its lane full is dropped: the next one, half a tick later,
+            // names every session heard since.
+            ForwardMsg::Touch(sids) => match self.touches.try_send(sids) {
+                Err(Closed(sids)) => Some(ForwardMsg::Touch(sids)),
+                _ => None,
+            },
+            msg => self.queue.try_send(msg).err().map(|(Full(m) | Closed(m))| m),
+        }
+    }
+}
+
+/// Writes a forward stream's frames, session reports first. A write the leader does not take
+/// within `wait` (an election timeout: by then the followers elect another) breaks the stream:
+/// the core fails what it had forwarded (ConnectionLoss for its clients), as when the
+/// connection drops.
+async fn write_forward(
+    leader: MemberId,
+    mut wr: PeerWrite,
+    mut frames: mpsc::Receiver<ForwardMsg>,
+    mut reports: mpsc::Receiver<Vec<crate::txn::SessionId>>,
+    core: mpsc::Sender<CoreMsg>,
+    broken: Arc<AtomicBool>,
+    wait: Duration,
+) {
+    loop {
+        let msg = tokio::select! {
+            biased;
+            Some(t) = reports.recv() => ForwardMsg::Touch(t),
+            m = frames.recv() => match m { Some(m) => m, None => return },
+        };
+        let why = match tokio::time::timeout(wait, network::write_frame(&mut wr, &msg)).await {
+            Ok(Ok(())) => continue,
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => format!("the leader took nothing for {} ms", wait.as_millis()),
+        };
+        if !broken.swap(true, Ordering::AcqRel) {
+            tracing::warn!(leader, "forward stream to the leader broke: {why}");
+            to_core(&core, ReplMsg::ForwardLost).await;
+        }
+        return;
+    }
 }
 
 /// Takes the core's proposals to the log: straight into it on the leader, over the forward
@@ -134,11 +217,14 @@ pub async fn propose(
     raft: Raft,
     submitter: Submitter,
     core: mpsc::Sender<CoreMsg>,
-    mut rx: mpsc::UnboundedReceiver<Proposal>,
+    mut rx: Inlet,
     shutdown: CancellationToken,
 ) {
-    let me = link.me;
+    let (me, timing) = (link.me, link.timing);
     let mut fwd: Option<Forward> = None;
+    // The leader whose forward stream broke, and when: its proposals fail at once for an
+    // election timeout instead of filling a new stream it will not read either.
+    let mut gave_up: Option<(MemberId, tokio::time::Instant)> = None;
     loop {
         let p = tokio::select! {
             _ = shutdown.cancelled() => break,
@@ -150,22 +236,24 @@ pub async fn propose(
             match p {
                 Proposal::Command(cmd) => {
                     let core = core.clone();
-                    submitter.submit(cmd, move |seq| {
-                        tokio::spawn(async move { to_core(&core, ReplMsg::ProposalFailed { seq }).await });
-                    });
+                    submitter
+                        .submit(cmd, move |seq| {
+                            tokio::spawn(async move { to_core(&core, ReplMsg::ProposalFailed { seq }).await });
+                        })
+                        .await;
                 }
                 Proposal::ReadIndex { seq } => {
                     let (raft, core) = (raft.clone(), core.clone());
                     tokio::spawn(async move {
-                        let index = read_index(&raft).await;
+                        let index = read_index(&raft, timing.read_index).await;
                         to_core(&core, ReplMsg::ReadIndex { seq, index }).await;
                     });
                 }
                 Proposal::Touch(sids) => to_core(&core, ReplMsg::Touch(sids)).await,
                 Proposal::Reconfig { seq, plan } => {
-                    let (raft, core) = (raft.clone(), core.clone());
+                    let (raft, core, submitter) = (raft.clone(), core.clone(), submitter.clone());
                     tokio::spawn(async move {
-                        let result = run_reconfig(&raft, plan).await;
+                        let result = run_reconfig(&raft, &submitter, plan, timing.catch_up).await;
                         to_core(&core, ReplMsg::ReconfigDone { seq, result }).await;
                     });
                 }
@@ -177,7 +265,13 @@ pub async fn propose(
             continue;
         };
         if fwd.as_ref().is_some_and(|f| f.leader != leader || f.broken.load(Ordering::Acquire)) {
-            fwd = None;
+            if let Some(f) = fwd.take().filter(|f| f.broken.load(Ordering::Acquire)) {
+                gave_up = Some((f.leader, tokio::time::Instant::now()));
+            }
+        }
+        if gave_up.is_some_and(|(l, at)| l == leader && at.elapsed() < timing.election_max) {
+            refuse(&core, p).await;
+            continue;
         }
         if fwd.is_none() {
             // The leader's address from the replicated membership (reconfig may have added it),
@@ -190,12 +284,7 @@ pub async fn propose(
                 continue;
             };
             match link.connect(&addr, Kind::Forward).await {
-                Ok(s) => {
-                    let (rd, wr) = link::split(s);
-                    let broken = Arc::new(AtomicBool::new(false));
-                    tokio::spawn(read_replies(rd, core.clone(), broken.clone(), shutdown.clone()));
-                    fwd = Some(Forward { leader, wr, broken });
-                }
+                Ok(s) => fwd = Some(Forward::open(leader, s, &core, timing.election_max, &shutdown)),
                 Err(e) => {
                     tracing::warn!(leader, "cannot reach the leader to forward a request: {e}");
                     refuse(&core, p).await;
@@ -209,12 +298,27 @@ pub async fn propose(
             Proposal::Touch(sids) => ForwardMsg::Touch(sids),
             Proposal::Reconfig { seq, plan } => ForwardMsg::Reconfig { seq, plan },
         };
-        if let Some(f) = &mut fwd {
-            if let Err(e) = network::write_frame(&mut f.wr, &msg).await {
-                tracing::warn!(leader, "forward stream to the leader broke: {e}");
-                f.broken.store(true, Ordering::Release);
+        if let Some(f) = &fwd {
+            if let Some(msg) = f.send(msg) {
+                // The leader stopped reading (or the stream broke): give it up, and fail what
+                // this member forwarded, this proposal too.
+                if !f.broken.swap(true, Ordering::AcqRel) {
+                    tracing::warn!(
+                        leader,
+                        queued = FORWARD_QUEUE,
+                        "the leader is not reading this member's forwards: giving up the stream"
+                    );
+                    to_core(&core, ReplMsg::ForwardLost).await;
+                }
+                gave_up = Some((leader, tokio::time::Instant::now()));
                 fwd = None;
-                to_core(&core, ReplMsg::ForwardLost).await;
+                let p = match msg {
+                    ForwardMsg::Propose(cmd) => Proposal::Command(cmd),
+                    ForwardMsg::ReadIndex { seq } => Proposal::ReadIndex { seq },
+                    ForwardMsg::Touch(sids) => Proposal::Touch(sids),
+                    ForwardMsg::Reconfig { seq, plan } => Proposal::Reconfig { seq, plan },
+                };
+                refuse(&core, p).await;
             }
         }
     }

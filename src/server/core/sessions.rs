@@ -23,7 +23,7 @@ impl Core {
             None => return,
         };
         let now = self.now_ms();
-        if let Some(r) = self.repl.as_mut().filter(|r| !r.serving() && r.hold_ms > 0) {
+        if let Some(r) = self.repl.as_mut().filter(|r| !r.serving() && r.hold_ms > 0 && r.stopped().is_none()) {
             if !(r.read_only_enabled() && req.read_only == Some(true)) {
                 // No leader, most likely for an election's fraction of a second: the client
                 // waits for its answer instead of being refused and backing off (the Java
@@ -60,6 +60,17 @@ impl Core {
             self.propose_session(id, sid, timeout);
             return;
         }
+        if req.session_id != 0 && self.repl.is_some() {
+            let sid = req.session_id;
+            if self.sessions.contains_key(&sid) && !self.password_ok(sid, &req.password) {
+                // A wrong password is refused at once, as ZooKeeper checks it before it
+                // revalidates the session with its leader.
+                return self.refuse_reattach(id, sid);
+            }
+            // Unknown here may only mean not applied here yet: judged when the attach is.
+            self.propose_attach(id, sid, timeout, req.password);
+            return;
+        }
         let sid = if req.session_id == 0 {
             let sid = self.next_session;
             self.next_session += 1;
@@ -69,33 +80,51 @@ impl Core {
             sid
         } else {
             let sid = req.session_id;
-            let info = self.tree.sessions().get(&sid);
-            let zk_imported = info.is_some_and(|s| s.zk_password);
-            let replicated = info.and_then(|s| s.password);
-            let known = self.sessions.contains_key(&sid)
-                && (replicated.map_or_else(
-                    || self.passwords.verify(sid, &req.password),
-                    |p| crate::session::same_password(&p, &req.password),
-                ) || (zk_imported && req.password == crate::session::zookeeper_password(sid)));
-            if !known {
-                tracing::info!(session = format!("0x{sid:x}"), %peer, "re-attach refused: session expired, unknown or wrong password");
-                self.send(id, Outbound::Connected(ConnectResponse::expired()));
-                self.close_conn(id);
-                return;
+            if !(self.sessions.contains_key(&sid) && self.password_ok(sid, &req.password)) {
+                return self.refuse_reattach(id, sid);
             }
-            let old = self.sessions.get(&sid).and_then(|s| s.conn);
-            if let Some(old) = old.filter(|o| *o != id) {
-                self.close_conn(old);
-            }
-            if let Some(s) = self.sessions.get_mut(&sid) {
-                s.conn = Some(id);
-                s.timeout_ms = timeout;
-                s.ids = ids;
-            }
-            tracing::debug!(session = format!("0x{sid:x}"), "session re-attached");
+            self.reattach(id, sid, timeout, ids);
             sid
         };
         self.attached(id, sid, timeout);
+    }
+
+    /// True if `given` is the password of session `sid`: the replicated one of an ensemble's
+    /// session, the one derived from this server's secret, or, for a session imported from
+    /// ZooKeeper, the one ZooKeeper derived.
+    pub(super) fn password_ok(&self, sid: SessionId, given: &[u8]) -> bool {
+        let info = self.tree.sessions().get(&sid);
+        let zk_imported = info.is_some_and(|s| s.zk_password);
+        let replicated = info.and_then(|s| s.password);
+        replicated.map_or_else(|| self.passwords.verify(sid, given), |p| crate::session::same_password(&p, given))
+            || (zk_imported && given == crate::session::zookeeper_password(sid))
+    }
+
+    /// Answers a re-attach with "session expired" (ZooKeeper's answer for an expired or unknown
+    /// session and for a wrong password alike) and closes the connection.
+    pub(super) fn refuse_reattach(&mut self, conn: ConnId, sid: SessionId) {
+        let peer = self.conns.get(&conn).map(|c| c.handle.peer);
+        tracing::info!(
+            session = format!("0x{sid:x}"),
+            ?peer,
+            "re-attach refused: session expired, unknown or wrong password"
+        );
+        self.send(conn, Outbound::Connected(ConnectResponse::expired()));
+        self.close_conn(conn);
+    }
+
+    /// Moves a known session to connection `conn`; its earlier connection here closes.
+    pub(super) fn reattach(&mut self, conn: ConnId, sid: SessionId, timeout: i32, ids: Vec<Id>) {
+        let old = self.sessions.get(&sid).and_then(|s| s.conn);
+        if let Some(old) = old.filter(|o| *o != conn) {
+            self.close_conn(old);
+        }
+        if let Some(s) = self.sessions.get_mut(&sid) {
+            s.conn = Some(conn);
+            s.timeout_ms = timeout;
+            s.ids = ids;
+        }
+        tracing::debug!(session = format!("0x{sid:x}"), "session re-attached");
     }
 
     /// The session is attached to the connection: answer its ConnectRequest.

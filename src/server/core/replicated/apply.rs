@@ -7,12 +7,21 @@ impl Core {
     /// Applies committed entries in log order.
     pub(in crate::server::core) fn apply_committed(&mut self, entries: Vec<Committed>) {
         for e in entries {
+            if self.repl.as_deref().is_some_and(|r| r.checks.stopped.is_some()) {
+                // Stopped (see `check`): nothing more is applied here.
+                return;
+            }
             match e.payload {
-                CommittedPayload::Commands(cmds) => {
-                    for cmd in cmds {
+                CommittedPayload::Commands(batch) => {
+                    if let Some((why, start_over)) = self.refuses_batch(&batch) {
+                        self.stop_member(why, start_over);
+                        return;
+                    }
+                    for cmd in batch.cmds {
                         let zxid = next_zxid(self.tree.last_zxid(), &e.log_id);
-                        self.apply_command(zxid, cmd);
-                        self.advance_zxid(zxid);
+                        if self.apply_command(zxid, cmd) {
+                            self.advance_zxid(zxid);
+                        }
                     }
                 }
                 CommittedPayload::Membership(m) => {
@@ -28,6 +37,7 @@ impl Core {
             if let Some(r) = self.repl() {
                 r.applied = Some(e.log_id);
             }
+            self.record_end();
         }
         self.durable.store(self.tree.last_zxid(), Ordering::Release);
         self.release_syncs();
@@ -80,7 +90,8 @@ impl Core {
         }
     }
 
-    pub(super) fn apply_command(&mut self, zxid: Zxid, cmd: Command) {
+    /// Applies one command; false if it was no txn (and took no zxid).
+    pub(super) fn apply_command(&mut self, zxid: Zxid, cmd: Command) -> bool {
         let me = self.repl.as_ref().map_or(0, |r| r.me);
         let waiting = match (cmd.origin.member == me, cmd.origin.seq) {
             (true, seq) if seq != 0 => self.repl().and_then(|r| r.waiting.remove(&seq)),
@@ -91,6 +102,7 @@ impl Core {
         match cmd.op {
             CommandOp::CreateSession { timeout_ms, password } => {
                 self.apply_txn(&txn(TxnOp::CreateSession { timeout_ms, password: Some(password) }));
+                self.tree.set_owner(sid, SessionOwner { member: cmd.origin.member, seq: cmd.origin.seq });
                 self.sessions.entry(sid).or_insert(Session { timeout_ms, conn: None, ids: Vec::new() });
                 if self.repl.as_ref().is_some_and(|r| r.role == Role::Leader) {
                     self.expiry.touch(sid, self.now_ms(), timeout_ms as u64);
@@ -129,17 +141,42 @@ impl Core {
                 }
             }
             CommandOp::Request { ids, ttl_enabled, enforce_quota, op, body } => {
-                let prepared = if self.tree.sessions().contains_key(&sid) {
-                    let ctx = prep::PrepCtx { session: sid, ids: &ids, ttl_enabled, enforce_quota };
-                    prep::prepare_request(&self.tree, &ctx, op, &body)
-                } else {
+                let prepared = match self.tree.sessions().get(&sid) {
                     // PrepRequestProcessor.checkSession: the session expired before its write.
-                    TxnOp::Error(ErrorCode::SessionExpired)
+                    None => TxnOp::Error(ErrorCode::SessionExpired),
+                    // ... or it moved: the client re-attached elsewhere (or anew here) after
+                    // this write was proposed, and may have written since.
+                    Some(s) if s.owner.is_some_and(|o| !o.accepts(cmd.origin.member, cmd.origin.seq)) => {
+                        TxnOp::Error(ErrorCode::SessionMoved)
+                    }
+                    Some(_) => {
+                        let ctx = prep::PrepCtx { session: sid, ids: &ids, ttl_enabled, enforce_quota };
+                        let txn = prep::prepare_request(&self.tree, &ctx, op, &body);
+                        if self.cfg.failpoints.prep_skew {
+                            skew(txn)
+                        } else {
+                            txn
+                        }
+                    }
                 };
+                let moved = matches!(prepared, TxnOp::Error(ErrorCode::SessionMoved));
                 let outcome = self.apply_txn(&txn(prepared));
-                if let Some(Waiting::Write { conn, xid }) = waiting {
-                    self.reply(conn, xid, crate::server::core::writes::write_response(op, &body, outcome));
-                    self.finish(conn);
+                match waiting {
+                    // FinalRequestProcessor: SessionMoved is a connection-level error, the
+                    // connection closes without a reply (ZOOKEEPER-710).
+                    Some(Waiting::Write { conn, .. }) if moved => {
+                        tracing::info!(
+                            session = format!("0x{sid:x}"),
+                            conn,
+                            "write of a session that moved: refused, connection closed"
+                        );
+                        self.close_conn(conn);
+                    }
+                    Some(Waiting::Write { conn, xid }) => {
+                        self.reply(conn, xid, crate::server::core::writes::write_response(op, &body, outcome));
+                        self.finish(conn);
+                    }
+                    _ => {}
                 }
             }
             CommandOp::Reap { path } => {
@@ -149,6 +186,64 @@ impl Core {
                     r.reaping.remove(&path);
                 }
             }
+            CommandOp::Attach { timeout_ms, password } => {
+                // Not a txn: no zxid, as ZooKeeper's revalidation of a session makes none.
+                self.apply_attach(cmd.origin, sid, timeout_ms, &password, waiting);
+                return false;
+            }
+        }
+        true
+    }
+
+    /// A client re-attached its session on `origin.member` (see `CommandOp::Attach`); `waiting`
+    /// is its connection if that is this member. Every
+    /// member moves the session there if the password is right, and closes its own connection
+    /// of the session if it has one; the proposer answers the client: attached, or expired if
+    /// the session no longer exists (it has now applied everything committed before).
+    pub(super) fn apply_attach(
+        &mut self,
+        origin: crate::raft::command::Origin,
+        sid: SessionId,
+        timeout_ms: i32,
+        password: &[u8; crate::proto::PASSWORD_LEN],
+        waiting: Option<Waiting>,
+    ) {
+        let moved = match self.tree.sessions().get(&sid) {
+            Some(info) if attach_allowed(sid, info, password) => {
+                self.tree.set_owner(sid, SessionOwner { member: origin.member, seq: origin.seq })
+            }
+            _ => false,
+        };
+        if moved {
+            if self.repl.as_ref().is_some_and(|r| r.role == Role::Leader) {
+                self.expiry.touch(sid, self.now_ms(), timeout_ms.max(0) as u64);
+            }
+            let waiting_conn = match &waiting {
+                Some(Waiting::Attach { conn, .. }) => Some(*conn),
+                _ => None,
+            };
+            // The client is elsewhere now: a connection of the session here is stale.
+            let local = self.sessions.get(&sid).and_then(|s| s.conn);
+            if let Some(old) = local.filter(|c| Some(*c) != waiting_conn) {
+                tracing::info!(
+                    session = format!("0x{sid:x}"),
+                    conn = old,
+                    to = origin.member,
+                    "session re-attached elsewhere: closing its connection here"
+                );
+                self.close_conn(old);
+            }
+        }
+        let Some(Waiting::Attach { conn, timeout, ids, password }) = waiting else { return };
+        if !self.conns.contains_key(&conn) {
+            return;
+        }
+        if moved && self.sessions.contains_key(&sid) && self.password_ok(sid, &password) {
+            self.reattach(conn, sid, timeout, ids);
+            self.attached(conn, sid, timeout);
+            self.finish(conn);
+        } else {
+            self.refuse_reattach(conn, sid);
         }
     }
 
@@ -205,10 +300,11 @@ impl Core {
         let current = r.membership.clone();
         let planned =
             crate::raft::reconfig::plan(joining.as_deref(), leaving.as_deref(), new_members.as_deref(), &current);
-        let plan = match planned {
+        let mut plan = match planned {
             Ok(p) => p,
             Err(e) => return self.reply(conn, xid, Err(e)),
         };
+        plan.from_version = (*cur_config_id != -1).then_some(*cur_config_id);
         let version = Self::config_version(&current);
         if *cur_config_id != -1 && *cur_config_id != version {
             return self.reply(conn, xid, Err(ErrorCode::BadVersion));
@@ -225,12 +321,43 @@ impl Core {
         let seq = r.next_seq;
         r.waiting.insert(seq, Waiting::Reconfig { conn, xid });
         tracing::info!(?plan, "reconfig");
-        let sent = r.out.send(Proposal::Reconfig { seq, plan }).is_ok();
+        let sent = r.out.send(Proposal::Reconfig { seq, plan });
         if let Some(c) = self.conns.get_mut(&conn) {
             c.in_flight += 1;
         }
         if !sent {
             self.fail(seq);
         }
+    }
+}
+
+/// Whether an attach may move session `sid` (the same on every member): the password must be
+/// the session's replicated one, or ZooKeeper's for an imported session. A session with
+/// neither (from a standalone data directory) is judged by the proposer alone, after the
+/// attach is applied, with its own secret.
+fn attach_allowed(
+    sid: SessionId,
+    info: &crate::tree::SessionInfo,
+    password: &[u8; crate::proto::PASSWORD_LEN],
+) -> bool {
+    match info.password {
+        Some(p) => {
+            crate::session::same_password(&p, password)
+                || (info.zk_password && *password == crate::session::zookeeper_password(sid))
+        }
+        None => true,
+    }
+}
+
+/// The `prep-skew` failpoint: a create's data one byte longer than the request's, as a member
+/// whose prep had a bug would make it.
+fn skew(txn: TxnOp) -> TxnOp {
+    match txn {
+        TxnOp::Create { path, data, acl, ephemeral_owner, parent_cversion } => {
+            let mut d = data.map(|d| d.to_vec()).unwrap_or_default();
+            d.push(b'!');
+            TxnOp::Create { path, data: Some(d.into()), acl, ephemeral_owner, parent_cversion }
+        }
+        other => other,
     }
 }

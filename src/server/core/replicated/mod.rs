@@ -21,12 +21,16 @@
 //! what the Raft side reports (role changes, installed snapshots) and the ensemble's tick.
 
 mod apply;
+mod check;
 mod role;
+#[cfg(test)]
+mod tests;
 
 use super::*;
 use crate::raft::command::{Command, CommandOp, Origin};
 use crate::raft::members::ServerSpec;
 use crate::raft::types::{epoch_start, next_zxid, zxid_of, LogId, Membership};
+use crate::tree::SessionOwner;
 use std::collections::HashSet;
 
 /// A committed log entry, as the core applies it.
@@ -39,7 +43,7 @@ pub struct Committed {
 #[derive(Debug)]
 pub enum CommittedPayload {
     /// A batch of commands, each its own txn with its own zxid, in order.
-    Commands(Vec<Command>),
+    Commands(crate::raft::command::Batch),
     Membership(Membership),
     /// A new leader's first entry.
     Blank,
@@ -83,6 +87,61 @@ pub enum Proposal {
         seq: u64,
         plan: crate::raft::reconfig::Plan,
     },
+}
+
+/// How many proposals may wait for the proposer (the log or the forward stream to the
+/// leader). Past that the leader is not keeping up: a request is failed at once (its
+/// connection closed, as for a lost leader) instead of growing the queue without bound.
+pub const PROPOSAL_QUEUE: usize = 16 * 1024;
+
+/// Session reports waiting for the proposer: they take a lane of their own, so a report is never
+/// queued behind client writes (a session would expire while its writes wait for a slow leader).
+pub const TOUCH_QUEUE: usize = 8;
+
+/// The core's end of the way to the log: proposals, and session reports on their own lane.
+pub struct Outlet {
+    proposals: mpsc::Sender<Proposal>,
+    touches: mpsc::Sender<Vec<SessionId>>,
+}
+
+/// The proposer's end.
+pub struct Inlet {
+    proposals: mpsc::Receiver<Proposal>,
+    touches: mpsc::Receiver<Vec<SessionId>>,
+}
+
+/// A bounded way from the core to the proposer.
+pub fn outlet() -> (Outlet, Inlet) {
+    let (ptx, prx) = mpsc::channel(PROPOSAL_QUEUE);
+    let (ttx, trx) = mpsc::channel(TOUCH_QUEUE);
+    (Outlet { proposals: ptx, touches: ttx }, Inlet { proposals: prx, touches: trx })
+}
+
+impl Outlet {
+    /// Hands `p` on without waiting (the core never blocks): false if the queue is full or the
+    /// proposer is gone, and `p` was dropped.
+    pub fn send(&self, p: Proposal) -> bool {
+        match p {
+            Proposal::Touch(sids) => self.touches.try_send(sids).is_ok(),
+            p => self.proposals.try_send(p).is_ok(),
+        }
+    }
+}
+
+impl Inlet {
+    /// The next proposal, session reports first.
+    pub async fn recv(&mut self) -> Option<Proposal> {
+        tokio::select! {
+            biased;
+            Some(t) = self.touches.recv() => Some(Proposal::Touch(t)),
+            p = self.proposals.recv() => p,
+        }
+    }
+
+    /// A proposal already queued, session reports first (tests).
+    pub fn try_recv(&mut self) -> Option<Proposal> {
+        self.touches.try_recv().map(Proposal::Touch).or_else(|_| self.proposals.try_recv()).ok()
+    }
 }
 
 /// A consistent view of the applied state, for openraft's snapshot builder.
@@ -151,17 +210,42 @@ impl std::fmt::Debug for ReplMsg {
 /// A proposal of this member waiting for its entry to be applied here.
 #[derive(Debug)]
 enum Waiting {
-    Session { conn: ConnId, timeout: i32, ids: Vec<Id> },
-    Write { conn: ConnId, xid: i32 },
-    Close { conn: ConnId, xid: i32 },
-    Sync { conn: ConnId, xid: i32, path: String },
-    Reconfig { conn: ConnId, xid: i32 },
+    Session {
+        conn: ConnId,
+        timeout: i32,
+        ids: Vec<Id>,
+    },
+    /// A re-attach, answered when its `Attach` is applied here.
+    Attach {
+        conn: ConnId,
+        timeout: i32,
+        ids: Vec<Id>,
+        password: Vec<u8>,
+    },
+    Write {
+        conn: ConnId,
+        xid: i32,
+    },
+    Close {
+        conn: ConnId,
+        xid: i32,
+    },
+    Sync {
+        conn: ConnId,
+        xid: i32,
+        path: String,
+    },
+    Reconfig {
+        conn: ConnId,
+        xid: i32,
+    },
 }
 
 impl Waiting {
     fn conn(&self) -> ConnId {
         match self {
             Waiting::Session { conn, .. }
+            | Waiting::Attach { conn, .. }
             | Waiting::Write { conn, .. }
             | Waiting::Close { conn, .. }
             | Waiting::Sync { conn, .. }
@@ -173,7 +257,7 @@ impl Waiting {
 /// The core's ensemble state.
 pub struct Replicated {
     me: u64,
-    out: mpsc::UnboundedSender<Proposal>,
+    out: Outlet,
     next_seq: u64,
     waiting: HashMap<u64, Waiting>,
     role: Role,
@@ -203,18 +287,14 @@ pub struct Replicated {
     /// While the leader's process is gone and the survivors elect: until when the clients'
     /// connections are kept (their requests queued) instead of closed.
     hold_conns_until: Option<u64>,
+    /// This member's digests where entries ended, checked against the leader's.
+    checks: check::Checks,
 }
 
 impl Replicated {
     /// `first_seq`: where this run's proposal numbers start, above every earlier run's
     /// (`crate::raft::first_seq`), so an entry of an earlier run never answers a client of this one.
-    pub fn new(
-        me: u64,
-        out: mpsc::UnboundedSender<Proposal>,
-        first_seq: u64,
-        applied: Option<LogId>,
-        membership: Membership,
-    ) -> Replicated {
+    pub fn new(me: u64, out: Outlet, first_seq: u64, applied: Option<LogId>, membership: Membership) -> Replicated {
         Replicated {
             me,
             out,
@@ -236,7 +316,14 @@ impl Replicated {
             hold_ms: 0,
             keep_clients: false,
             hold_conns_until: None,
+            checks: check::Checks::default(),
         }
+    }
+
+    /// Publishes where this member's entries end into `latest` (read by its submitter).
+    pub fn with_latest_check(mut self, latest: crate::raft::command::LatestCheck) -> Replicated {
+        self.checks = check::Checks::new(latest);
+        self
     }
 
     /// Turns read-only mode on (ZooKeeper's `readonlymode.enabled`).
@@ -263,9 +350,10 @@ impl Replicated {
         self.read_only_enabled
     }
 
-    /// A member serves clients only while it has a leader.
+    /// A member serves clients only while it has a leader, and never once it stopped (see
+    /// `check`).
     pub fn serving(&self) -> bool {
-        self.role != Role::Looking
+        self.role != Role::Looking && self.checks.stopped.is_none()
     }
 
     /// True while clients' requests wait for a new leader (see `hold_conns_until`).
@@ -315,8 +403,21 @@ impl Core {
             }
             None => 0,
         };
+        // A leader's own expiry or reap that found the queue full is proposed again next tick.
+        let retry = match &op {
+            CommandOp::CloseSession if seq == 0 => Some(None),
+            CommandOp::Reap { path } => Some(Some(path.clone())),
+            _ => None,
+        };
         let cmd = Command { origin: Origin { member: r.me, seq }, time: wall_ms(), session, op };
-        let sent = r.out.send(Proposal::Command(cmd)).is_ok();
+        let sent = r.out.send(Proposal::Command(cmd));
+        if !sent {
+            match retry {
+                Some(None) => _ = r.closing.remove(&session),
+                Some(Some(path)) => _ = r.reaping.remove(&path),
+                None => {}
+            }
+        }
         if let Some(c) = conn.and_then(|c| self.conns.get_mut(&c)) {
             c.in_flight += 1;
         }
@@ -335,6 +436,21 @@ impl Core {
         self.propose(sid, CommandOp::CreateSession { timeout_ms: timeout, password }, Some(w));
     }
 
+    /// A client re-attaches session `sid` here: judged, and the session moved here, when this
+    /// member applies the `Attach` (see `CommandOp::Attach`).
+    pub(super) fn propose_attach(&mut self, conn: ConnId, sid: SessionId, timeout: i32, password: Vec<u8>) {
+        let Some(c) = self.conns.get(&conn) else { return };
+        let ids = crate::authinfo::from_added(
+            std::iter::once(Id::new("ip", &c.handle.peer.to_string())).chain(c.handle.tls_ids.iter().cloned()),
+        );
+        let mut fixed = [0u8; crate::proto::PASSWORD_LEN];
+        if let Some(p) = password.get(..crate::proto::PASSWORD_LEN) {
+            fixed.copy_from_slice(p);
+        }
+        let w = Waiting::Attach { conn, timeout, ids, password };
+        self.propose(sid, CommandOp::Attach { timeout_ms: timeout, password: fixed }, Some(w));
+    }
+
     pub(super) fn propose_request(&mut self, conn: ConnId, sid: SessionId, xid: i32, op: OpCode, body: RequestBody) {
         let ids = ids_of(&self.sessions, sid).to_vec();
         let (ttl_enabled, enforce_quota) = (self.cfg.ttl_enabled, self.cfg.enforce_quota);
@@ -351,7 +467,7 @@ impl Core {
         r.next_seq += 1;
         let seq = r.next_seq;
         r.waiting.insert(seq, Waiting::Sync { conn, xid, path });
-        let sent = r.out.send(Proposal::ReadIndex { seq }).is_ok();
+        let sent = r.out.send(Proposal::ReadIndex { seq });
         if let Some(c) = self.conns.get_mut(&conn) {
             c.in_flight += 1;
         }

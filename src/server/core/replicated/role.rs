@@ -153,6 +153,9 @@ impl Core {
         self.views.withdraw();
         self.tree = *tree;
         self.tree.digest();
+        if let Some(r) = self.repl() {
+            r.checks.forget();
+        }
         self.sessions = self
             .tree
             .sessions()
@@ -244,8 +247,9 @@ impl Core {
                         sids.insert(*sid);
                     }
                 }
-                if !sids.is_empty() {
-                    let _ = r.out.send(Proposal::Touch(sids.into_iter().collect()));
+                // A report that finds its lane full goes with the next one.
+                if !sids.is_empty() && !r.out.send(Proposal::Touch(sids.iter().copied().collect())) {
+                    r.touched.extend(sids);
                 }
             }
             Role::Looking => {}

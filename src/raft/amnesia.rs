@@ -1,0 +1,264 @@
+//! A member that may have lost log entries it acknowledged does not vote until it has them again.
+//!
+//! Raft counts a member's acknowledgement of an entry as a promise that the member keeps it: a
+//! leader commits an entry once a quorum holds it, and a candidate is elected only by members
+//! whose logs are no newer than its own, so every quorum of voters holds every committed entry.
+//! A member whose log was cut at a damaged record, whose data directory was wiped (a replaced
+//! disk), or which fell back to an older snapshot than its log needs breaks that promise without
+//! knowing which entries it broke it for ("amnesia", in Protocol-Aware Recovery, Alagappan et
+//! al., FAST 2018). If it voted, two members (it and one that never had the writes) could elect a
+//! leader without writes the client was told were committed, and the member that still has them
+//! would then be told to throw them away. ZooKeeper refuses to start on a damaged log, which
+//! keeps the writes but needs an operator; zkr keeps the member running, and:
+//!
+//! - the member refuses every vote and never stands for election while it is amnesiac;
+//! - it takes entries only from a leader of a term at least the newest it knew of (its vote's
+//!   term, or for a wiped member the newest term the others reported), so it never helps a
+//!   leader deposed before it lost its data commit in a term that is over;
+//! - it is whole again once a leader has replicated to it up to that leader's commit point in
+//!   the leader's own term: that leader was elected without it, by members that hold every
+//!   committed entry, so its log now holds everything the member could have acknowledged;
+//! - where no such leader can be elected (the member with the writes is down and the others
+//!   cannot elect without it) the ensemble stays unavailable and says why; the operator's way
+//!   out, accepting the loss, is `zkr.acceptDataLoss=true` (`--accept-data-loss`) on the
+//!   amnesiac member, which then votes again.
+//!
+//! A member that starts with an empty data directory cannot tell a wiped member from one of a
+//! new ensemble: until it knows, it refuses votes and asks the others (`StateProbe`). If any has
+//! log entries beyond the initial configuration, the ensemble existed and this member may have
+//! held some of them: amnesiac. If a quorum (it included) has none, the ensemble is new.
+//!
+//! ```text
+//! <raft>/amnesia   the marker (bincode | crc32, `log_store::write_small`): why, and the term floor;
+//!                  present while the member is amnesiac, across restarts; removed once whole
+//! ```
+
+use super::log_store::{read_small, sync_dir, write_small};
+use super::types::LogId;
+use crate::storage::StorageError;
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// What is persisted while a member is amnesiac.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Marker {
+    /// What the member lost, for the log lines.
+    pub reason: String,
+    /// Entries are taken only from leaders of this term or later.
+    pub floor_term: u64,
+}
+
+fn path(raft_dir: &Path) -> PathBuf {
+    raft_dir.join("amnesia")
+}
+
+/// The marker of a member's Raft directory, if it is amnesiac.
+pub fn load(raft_dir: &Path) -> Result<Option<Marker>, StorageError> {
+    let p = path(raft_dir);
+    read_small(&p).map_err(|e| StorageError::io(&p, e))
+}
+
+/// Records durably that the member is amnesiac (before it takes part in anything).
+pub fn mark(raft_dir: &Path, marker: &Marker) -> Result<(), StorageError> {
+    let p = path(raft_dir);
+    write_small(&p, marker, true).map_err(|e| StorageError::io(&p, e))?;
+    sync_dir(raft_dir);
+    Ok(())
+}
+
+/// Removes the marker: the member is whole.
+pub fn clear(raft_dir: &Path) -> Result<(), StorageError> {
+    let p = path(raft_dir);
+    match std::fs::remove_file(&p) {
+        Ok(()) => {
+            sync_dir(raft_dir);
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(StorageError::io(&p, e)),
+    }
+}
+
+/// Where a member stands.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum State {
+    /// It holds everything it acknowledged.
+    #[default]
+    Whole,
+    /// It started empty and asks the others whether it was one of them.
+    Probing,
+    /// It may have lost acknowledged entries.
+    Lost(Marker),
+}
+
+/// A member's amnesia, shared by its peer port, its role watcher and its elections.
+#[derive(Debug, Default)]
+pub struct Amnesia {
+    dir: Option<PathBuf>,
+    state: Mutex<State>,
+}
+
+impl Amnesia {
+    pub fn new(raft_dir: &Path, state: State) -> Amnesia {
+        Amnesia { dir: Some(raft_dir.to_owned()), state: Mutex::new(state) }
+    }
+
+    pub fn state(&self) -> State {
+        self.state.lock().clone()
+    }
+
+    /// True while the member must not vote or stand for election.
+    pub fn active(&self) -> bool {
+        *self.state.lock() != State::Whole
+    }
+
+    /// Why the member refuses votes, if it does: one line with the operator's way out.
+    pub fn refusal(&self) -> Option<String> {
+        match &*self.state.lock() {
+            State::Whole => None,
+            State::Probing => Some(
+                "it started with an empty data directory and is asking the other members whether it held data before"
+                    .into(),
+            ),
+            State::Lost(m) => Some(format!(
+                "it lost log entries it may have acknowledged ({}); it votes again once a leader elected without it \
+                 has caught it up. If no member holding those writes can come back, restart it with \
+                 zkr.acceptDataLoss=true (--accept-data-loss) to accept losing them",
+                m.reason
+            )),
+        }
+    }
+
+    /// True if entries from a leader of `term` must be refused: a leader of a term older than
+    /// the newest this member knew of before it lost data.
+    pub fn refuses_leader(&self, term: u64) -> bool {
+        matches!(&*self.state.lock(), State::Lost(m) if term < m.floor_term)
+    }
+
+    /// The member's probe found the ensemble new (`None`) or existing (the newest term the
+    /// others reported): whole, or amnesiac from now on (persisted).
+    pub fn probed(&self, existing_term: Option<u64>) -> Result<(), StorageError> {
+        let mut st = self.state.lock();
+        if *st != State::Probing {
+            return Ok(());
+        }
+        *st = match existing_term {
+            None => State::Whole,
+            Some(term) => {
+                let m = Marker {
+                    reason: "it started with an empty data directory in an ensemble that has data (wiped or replaced)"
+                        .into(),
+                    floor_term: term,
+                };
+                if let Some(dir) = &self.dir {
+                    mark(dir, &m)?;
+                }
+                State::Lost(m)
+            }
+        };
+        Ok(())
+    }
+
+    /// After this member appended what a leader of `leader_term` sent: whole again if its log
+    /// (up to `last_index`) reaches the leader's commit point `leader_commit` and that point is
+    /// in the leader's own term. Returns true when that just happened.
+    pub fn caught_up(&self, leader_term: u64, leader_commit: Option<LogId>, last_index: Option<u64>) -> bool {
+        let mut st = self.state.lock();
+        let State::Lost(m) = &*st else { return false };
+        let Some(commit) = leader_commit else { return false };
+        let whole = leader_term >= m.floor_term
+            && commit.leader_id.term == leader_term
+            && last_index.is_some_and(|last| last >= commit.index);
+        if !whole {
+            return false;
+        }
+        if let Some(dir) = &self.dir {
+            if let Err(e) = clear(dir) {
+                tracing::error!("cannot remove the amnesia marker: {e}");
+                return false;
+            }
+        }
+        *st = State::Whole;
+        true
+    }
+}
+
+/// What a member answers a `StateProbe` with.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub struct StateAnswer {
+    /// Its log holds entries beyond the initial configuration (index 0): the ensemble has
+    /// elected a leader at least once.
+    pub has_entries: bool,
+    pub term: u64,
+}
+
+/// The verdict of an empty member's probe, given what `answers` the other voters gave so far
+/// (`voters` counts every voter, this member included): `Some(None)` a new ensemble, `Some(Some
+/// (term))` an existing one, `None` not known yet.
+pub fn verdict(voters: usize, answers: &[StateAnswer]) -> Option<Option<u64>> {
+    if answers.iter().any(|a| a.has_entries) {
+        return Some(Some(answers.iter().map(|a| a.term).max().unwrap_or(0)));
+    }
+    let empty = 1 + answers.len();
+    (empty > voters / 2).then_some(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("zkr-amnesia-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn log_id(term: u64, index: u64) -> LogId {
+        LogId::new(openraft::CommittedLeaderId::new(term, 1), index)
+    }
+
+    #[test]
+    fn an_amnesiac_member_is_whole_again_only_at_a_leaders_commit_point_of_its_own_term() {
+        let d = dir("caught-up");
+        let m = Marker { reason: "log cut".into(), floor_term: 5 };
+        mark(&d, &m).unwrap();
+        let a = Amnesia::new(&d, State::Lost(load(&d).unwrap().unwrap()));
+        assert!(a.active() && a.refusal().unwrap().contains("acceptDataLoss"));
+        // A leader of an older term is refused; a newer one is followed.
+        assert!(a.refuses_leader(4) && !a.refuses_leader(5) && !a.refuses_leader(7));
+        // Behind the commit point, or a commit point of an older term: still amnesiac.
+        assert!(!a.caught_up(6, Some(log_id(6, 40)), Some(39)));
+        assert!(!a.caught_up(6, Some(log_id(5, 40)), Some(50)));
+        assert!(!a.caught_up(4, Some(log_id(4, 40)), Some(50)));
+        assert!(!a.caught_up(6, None, Some(50)));
+        assert!(load(&d).unwrap().is_some(), "the marker survives a restart until the member is whole");
+        assert!(a.caught_up(6, Some(log_id(6, 40)), Some(40)));
+        assert!(!a.active() && a.refusal().is_none());
+        assert!(load(&d).unwrap().is_none());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn an_empty_member_is_amnesiac_if_any_other_has_entries_and_new_only_with_a_quorum_of_empty_ones() {
+        let empty = StateAnswer { has_entries: false, term: 0 };
+        let full = StateAnswer { has_entries: true, term: 9 };
+        assert_eq!(verdict(3, &[]), None, "alone it cannot tell");
+        assert_eq!(verdict(3, &[empty]), Some(None), "two of three empty: a new ensemble");
+        assert_eq!(verdict(5, &[empty]), None);
+        assert_eq!(verdict(5, &[empty, empty]), Some(None));
+        assert_eq!(verdict(3, &[full]), Some(Some(9)));
+        assert_eq!(verdict(5, &[empty, empty, full]), Some(Some(9)), "any member with entries wins");
+        let d = dir("probe");
+        let a = Amnesia::new(&d, State::Probing);
+        assert!(a.active());
+        a.probed(Some(9)).unwrap();
+        assert_eq!(load(&d).unwrap().map(|m| m.floor_term), Some(9));
+        assert!(a.refuses_leader(8));
+        let b = Amnesia::new(&d, State::Probing);
+        b.probed(None).unwrap();
+        assert!(!b.active());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}

@@ -1,0 +1,120 @@
+//! A 3-member ensemble of `zkr serve` processes on loopback, configured by zoo.cfg as ZooKeeper
+//! is (server.N lines, myid in dataDir), for tests that signal members (SIGSTOP, SIGKILL).
+//! `ZKR_TEST_BIN` runs another zkr binary (an older build, to show a test fails there).
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+pub struct ProcEnsemble {
+    pub dir: PathBuf,
+    pub client_ports: Vec<u16>,
+    children: Vec<Option<Child>>,
+}
+
+impl ProcEnsemble {
+    /// Starts `n` members with `tick_ms` and ZooKeeper's usual limits (initLimit 10, syncLimit 5).
+    pub fn start(n: usize, tick_ms: u32) -> ProcEnsemble {
+        let dir = super::temp_dir();
+        let peers: Vec<u16> = (0..n).map(|_| super::cluster::free_port()).collect();
+        let mut client_ports: Vec<u16> = Vec::new();
+        while client_ports.len() < n {
+            let p = super::cluster::free_port();
+            if !peers.contains(&p) && !client_ports.contains(&p) {
+                client_ports.push(p);
+            }
+        }
+        let mut e = ProcEnsemble { dir, client_ports, children: Vec::new() };
+        for i in 0..n {
+            let data = e.dir.join(format!("m{}", i + 1));
+            std::fs::create_dir_all(&data).unwrap();
+            std::fs::write(data.join("myid"), format!("{}\n", i + 1)).unwrap();
+            let mut cfg = format!(
+                "tickTime={tick_ms}\ninitLimit=10\nsyncLimit=5\ndataDir={}\nclientPort={}\n\
+                 clientPortAddress=127.0.0.1\n4lw.commands.whitelist=*\nadmin.enableServer=false\n",
+                data.display(),
+                e.client_ports[i]
+            );
+            for (j, p) in peers.iter().enumerate() {
+                cfg.push_str(&format!("server.{}=127.0.0.1:{p}:{p};{}\n", j + 1, e.client_ports[j]));
+            }
+            std::fs::write(e.dir.join(format!("zoo{}.cfg", i + 1)), cfg).unwrap();
+            e.children.push(None);
+            e.spawn(i);
+        }
+        e
+    }
+
+    fn spawn(&mut self, i: usize) {
+        let bin = std::env::var("ZKR_TEST_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_zkr").to_string());
+        let log = std::fs::File::create(self.dir.join(format!("m{}.log", i + 1))).unwrap();
+        let child = Command::new(bin)
+            .args(["serve", "--config"])
+            .arg(self.dir.join(format!("zoo{}.cfg", i + 1)))
+            .env("RUST_LOG", "info")
+            .env("NO_COLOR", "1")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("zkr starts");
+        self.children[i] = Some(child);
+    }
+
+    pub fn addr(&self, i: usize) -> String {
+        format!("127.0.0.1:{}", self.client_ports[i])
+    }
+
+    pub fn pid(&self, i: usize) -> i32 {
+        self.children[i].as_ref().map(|c| c.id() as i32).expect("a running member")
+    }
+
+    pub fn signal(&self, i: usize, sig: i32) {
+        // SAFETY: kill(2) on the pid of a child this test started and has not reaped.
+        let r = unsafe { libc::kill(self.pid(i), sig) };
+        assert_eq!(r, 0, "kill({}, {sig})", self.pid(i));
+    }
+
+    /// Everything member `i` logged so far.
+    pub fn log(&self, i: usize) -> String {
+        std::fs::read_to_string(self.dir.join(format!("m{}.log", i + 1))).unwrap_or_default()
+    }
+
+    /// `srvr`'s Mode line of member `i` ("leader", "follower"), or "" if it does not answer.
+    pub fn mode(&self, i: usize) -> String {
+        let Ok(mut s) = TcpStream::connect_timeout(&self.addr(i).parse().unwrap(), Duration::from_secs(1)) else {
+            return String::new();
+        };
+        let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+        let _ = s.write_all(b"srvr");
+        let mut out = String::new();
+        let _ = s.read_to_string(&mut out);
+        out.lines().find_map(|l| l.strip_prefix("Mode: ")).unwrap_or("").to_string()
+    }
+
+    /// The member that says it leads, once one does (within 30 s).
+    pub fn leader(&self) -> usize {
+        let until = std::time::Instant::now() + Duration::from_secs(30);
+        while std::time::Instant::now() < until {
+            if let Some(i) = (0..self.children.len()).find(|i| self.mode(*i) == "leader") {
+                return i;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("no leader within 30 s:\n{}", (0..self.children.len()).map(|i| self.log(i)).collect::<String>());
+    }
+}
+
+impl Drop for ProcEnsemble {
+    fn drop(&mut self) {
+        for c in self.children.iter_mut().flatten() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}

@@ -1,0 +1,342 @@
+//! ZooKeeper's guarantees under adversarial schedules (issue 22), on in-process ensembles:
+//! members stopped and restarted on their data directories, which the tests damage or wipe in
+//! between. Each test is named after the guarantee it proves; the same schedules run with
+//! kill -9 and real clients in the fault suite (tests/faults: lose-acked-log, lose-acked-wipe).
+
+mod common;
+
+use common::cluster::*;
+use std::time::Duration;
+use zkr::server::core::replicated::Role;
+use zookeeper_client as zk;
+
+/// What a member does to its copy of the writes before it restarts.
+#[derive(Clone, Copy, Debug)]
+enum Loss {
+    /// One byte of its record of the first acknowledged write flipped (a bad sector).
+    FlippedByte,
+    /// Its data directory wiped (a replaced disk).
+    Wiped,
+}
+
+/// The schedule: 3 members; follower F2 stopped; writes acknowledged by the leader L and F1
+/// alone; L stopped and kept down; F1 stopped and made to lose its copy; F1 and F2 restarted.
+/// They must not elect a leader (it would serve a tree without acknowledged writes); once L is
+/// back, every acknowledged write is served by every member.
+async fn no_leader_without_the_acknowledged_writes(loss: Loss) {
+    let mut cl = Cluster::start(3).await;
+    let l = cl.leader().await;
+    let f1 = cl.follower(l);
+    let f2 = (0..3).find(|i| *i != l && *i != f1).expect("a third member");
+    let c = client(&cl.addr(l)).await;
+    c.create("/acked", b"", &persistent()).await.unwrap();
+    converged(&cl).await;
+    cl.stop(f2).await;
+    let seg = newest_file(&cl.cfgs[f1].data_dir.join("raft").join("log"), "seg.");
+    let mark = segment_records(&seg).len();
+    for n in 0..51 {
+        c.create(&format!("/acked/w{n}"), b"x", &persistent()).await.expect("acknowledged by L and F1");
+    }
+    drop(c);
+    cl.stop(l).await;
+    cl.stop(f1).await;
+    match loss {
+        Loss::FlippedByte => {
+            use std::os::unix::fs::FileExt;
+            let now = newest_file(&cl.cfgs[f1].data_dir.join("raft").join("log"), "seg.");
+            let recs = segment_records(&now);
+            let (off, len) = recs[if now == seg { mark } else { 0 }];
+            let f = std::fs::OpenOptions::new().read(true).write(true).open(&now).unwrap();
+            let mut b = [0u8; 1];
+            f.read_exact_at(&mut b, off + len / 2).unwrap();
+            f.write_all_at(&[b[0] ^ 0x5a], off + len / 2).unwrap();
+        }
+        Loss::Wiped => {
+            std::fs::remove_dir_all(&cl.cfgs[f1].data_dir).unwrap();
+        }
+    }
+    cl.restart(f1).await;
+    cl.restart(f2).await;
+    // Five election timeouts and more: F1 and F2 alone must not elect.
+    let until = tokio::time::Instant::now() + Duration::from_secs(4);
+    while tokio::time::Instant::now() < until {
+        for i in [f1, f2] {
+            assert_ne!(
+                cl.role(i),
+                Some(Role::Leader),
+                "{loss:?}: a leader was elected without the acknowledged writes"
+            );
+            assert_ne!(cl.role(i), Some(Role::Follower), "{loss:?}: a member serves without the acknowledged writes");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let f1_status = cl.servers[f1].as_ref().and_then(|s| s.member()).map(|m| m.status.amnesia.active());
+    assert_eq!(f1_status, Some(true), "{loss:?}: the member that lost data knows it");
+    // The member with the writes comes back: everything is served, everywhere.
+    cl.restart(l).await;
+    cl.leader().await;
+    converged(&cl).await;
+    for i in 0..3 {
+        let c = client(&cl.addr(i)).await;
+        c.sync("/").await.unwrap();
+        assert_eq!(c.list_children("/acked").await.unwrap().len(), 51, "{loss:?}: member {i} lost acknowledged writes");
+    }
+    let whole = async {
+        while cl.servers[f1].as_ref().and_then(|s| s.member()).is_some_and(|m| m.status.amnesia.active()) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), whole)
+        .await
+        .expect("caught up by the leader, the member votes again");
+    cl.shutdown().await;
+}
+
+/// Issue 22 item 4, found as a new user would: F1 cut its log at the damaged record and, with
+/// F2, elected a leader within 4 s that served a tree without the 51 writes; L, back, panicked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn no_leader_is_elected_without_an_acknowledged_write_after_a_damaged_log() {
+    no_leader_without_the_acknowledged_writes(Loss::FlippedByte).await;
+}
+
+/// The same with F1's data directory wiped: ZooKeeper elects without the writes here too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn no_leader_is_elected_without_an_acknowledged_write_after_a_wiped_disk() {
+    no_leader_without_the_acknowledged_writes(Loss::Wiped).await;
+}
+
+/// The case openraft's `loosen-follower-log-revert` exists for: a follower's log goes back (it
+/// was wiped) while the leader keeps running and remembers how far it had replicated to it.
+/// The leader starts over with it and refills it; meanwhile the follower refuses to vote, so
+/// nothing is decided with the entries it lost; it votes again once caught up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_follower_whose_log_went_back_is_refilled_by_the_leader_and_votes_only_after() {
+    let mut cl = Cluster::start(3).await;
+    let l = cl.leader().await;
+    let f = cl.follower(l);
+    let c = client(&cl.addr(l)).await;
+    c.create("/r", b"", &persistent()).await.unwrap();
+    for n in 0..200 {
+        c.create(&format!("/r/n{n}"), &[b'y'; 64], &persistent()).await.unwrap();
+    }
+    converged(&cl).await;
+    cl.stop(f).await;
+    std::fs::remove_dir_all(&cl.cfgs[f].data_dir).unwrap();
+    cl.restart(f).await;
+    converged(&cl).await;
+    let back = client(&cl.addr(f)).await;
+    back.sync("/").await.unwrap();
+    assert_eq!(back.list_children("/r").await.unwrap().len(), 200);
+    let whole = async {
+        while cl.servers[f].as_ref().and_then(|s| s.member()).is_some_and(|m| m.status.amnesia.active()) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), whole).await.expect("whole again once refilled");
+    // It votes again: with the old leader gone, it and the third member elect.
+    cl.stop(l).await;
+    let next = cl.leader().await;
+    assert_ne!(next, l);
+    cl.shutdown().await;
+}
+
+/// Divergence is detected, never silent: a follower that prepares writes differently from the
+/// leader (the prep-skew failpoint: a create's data one byte longer) stops serving within an
+/// entry or two of the first write it got wrong, and, started again without the fault, sets
+/// its Raft state aside and is refilled by the leader: every member then holds the same tree,
+/// with the data the clients wrote.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_member_that_prepares_writes_differently_stops_serving_and_starts_over_from_the_leader() {
+    let mut cl = Cluster::start(3).await;
+    let l = cl.leader().await;
+    let f = cl.follower(l);
+    cl.cfgs[f].failpoints = zkr::config::Failpoints { prep_skew: true };
+    cl.restart(f).await;
+    cl.leader().await;
+    let c = client(&cl.addr(l)).await;
+    for n in 0..20 {
+        c.create(&format!("/p{n}"), b"data", &persistent()).await.unwrap();
+    }
+    // It stopped: a new session is refused there (the connection closes unanswered).
+    let refused = async {
+        loop {
+            let mut raw = common::Raw::open(&cl.addr(f)).await;
+            if raw.handshake(common::new_session(6_000)).await.is_none() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), refused).await.expect("the member that differs stops serving");
+    // Without the fault it starts over from the leader and agrees with everyone.
+    cl.cfgs[f].failpoints = zkr::config::Failpoints::default();
+    cl.restart(f).await;
+    cl.leader().await;
+    converged(&cl).await;
+    let back = client(&cl.addr(f)).await;
+    back.sync("/").await.unwrap();
+    for n in 0..20 {
+        let (data, _) = back.get_data(&format!("/p{n}")).await.unwrap();
+        assert_eq!(data, b"data", "the member serves what the clients wrote");
+    }
+    let aside = std::fs::read_dir(cl.cfgs[f].data_dir.join("raft"))
+        .unwrap()
+        .flatten()
+        .any(|e| e.file_name().to_string_lossy().starts_with("diverged-"));
+    assert!(aside, "the diverged Raft state is kept aside, not deleted");
+    cl.shutdown().await;
+}
+
+/// A slow or paused leader never stalls a follower (issue 22, item 3): a client on a follower
+/// pipelines 32 KB writes, far more than the peer link's socket buffers hold, and the leader is
+/// SIGSTOPped for longer than the session timeout. Writes through the follower must be
+/// acknowledged again (by the leader the others elect) while the old one is still stopped, and
+/// the client's session must survive. Processes, not in-process members: only a stopped process
+/// stops reading its sockets the way a paused JVM or a swapped-out leader does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_leader_never_stalls_a_follower() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::Arc;
+    let ens = common::ensemble_proc::ProcEnsemble::start(3, 500);
+    let l = ens.leader();
+    let f = (0..3).find(|i| *i != l && ens.mode(*i) == "follower").expect("a follower");
+    let c = zk::Client::connector()
+        .session_timeout(Duration::from_secs(6))
+        .connect(&ens.addr(f))
+        .await
+        .expect("client connects to the follower");
+    c.create("/p", b"", &persistent()).await.unwrap();
+    let start = std::time::Instant::now();
+    let ms = move || start.elapsed().as_millis() as u64;
+    let (last_ack, expired, stop) =
+        (Arc::new(AtomicU64::new(0)), Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+    let acks = Arc::new(AtomicU64::new(0));
+    let writer = tokio::spawn({
+        let (c, last_ack, expired, stop, acks) =
+            (c.clone(), last_ack.clone(), expired.clone(), stop.clone(), acks.clone());
+        async move {
+            let data = vec![b'w'; 32 * 1024];
+            let mut inflight = tokio::task::JoinSet::new();
+            while !stop.load(Ordering::Acquire) {
+                while inflight.len() < 512 {
+                    let fut = c.set_data("/p", &data, None);
+                    inflight.spawn(fut);
+                }
+                match inflight.join_next().await {
+                    Some(Ok(Ok(_))) => {
+                        acks.fetch_add(1, Ordering::AcqRel);
+                        last_ack.store(ms(), Ordering::Release);
+                    }
+                    Some(Ok(Err(zk::Error::SessionExpired))) => {
+                        expired.store(true, Ordering::Release);
+                        return;
+                    }
+                    Some(Ok(Err(_))) => tokio::time::sleep(Duration::from_millis(10)).await,
+                    _ => {}
+                }
+            }
+        }
+    });
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(acks.load(Ordering::Acquire) > 0, "writes flow before the pause");
+    ens.signal(l, libc::SIGSTOP);
+    let paused_at = ms();
+    // Replies already on their way drain within a moment; a later ack was ordered by a new leader.
+    let resumed = async {
+        while last_ack.load(Ordering::Acquire) < paused_at + 1_000 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    let in_time = tokio::time::timeout(Duration::from_secs(8), resumed).await;
+    let resumed_after = last_ack.load(Ordering::Acquire).saturating_sub(paused_at);
+    ens.signal(l, libc::SIGCONT);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    stop.store(true, Ordering::Release);
+    let _ = tokio::time::timeout(Duration::from_secs(20), writer).await;
+    assert!(
+        in_time.is_ok(),
+        "writes through the follower stalled while the leader was stopped (8 s, last ack {resumed_after} ms after the pause)\n{}",
+        ens.log(f)
+    );
+    assert!(!expired.load(Ordering::Acquire), "the follower's client lost its session while the leader was stopped");
+    c.get_data("/p").await.expect("the session still serves");
+}
+
+/// A reconfig that only adds or changes servers.
+fn inc<'a>(joinings: &'a [&'a str]) -> zk::EnsembleUpdate<'a, std::iter::Copied<std::slice::Iter<'a, &'a str>>> {
+    zk::EnsembleUpdate::Incremental { joinings: joinings.iter().copied(), leavings: [].iter().copied() }
+}
+
+/// Reconfig is atomic for the client (issue 22, item 7): two reconfigs made from the same
+/// configuration and sent at once to different members cannot both succeed (the fromConfig
+/// version was checked only on the member the client asked, so both did); the leader, where
+/// reconfigs are ordered, checks it again. And an existing member's role changes as in
+/// ZooKeeper (`reconfig -add` with the same server and another role; it was refused).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn reconfigs_from_the_same_configuration_succeed_once_and_roles_change_as_in_zookeeper() {
+    let mut cfgs = ensemble_configs(3);
+    for c in &mut cfgs {
+        c.super_digest = Some("super:D/InIHSb7yEEbrWz8b9l71RjZJU=".into());
+        if let Some(e) = &mut c.ensemble {
+            e.reconfig_enabled = true;
+        }
+    }
+    let cl = Cluster::start_with(cfgs).await;
+    let l = cl.leader().await;
+    let f = cl.follower(l);
+    let admin = |i: usize| {
+        let addr = cl.addr(i);
+        async move {
+            let c = client(&addr).await;
+            c.auth("digest".into(), b"super:test".to_vec()).await.unwrap();
+            c
+        }
+    };
+    let (a, b) = (admin(l).await, admin(f).await);
+    let (text, _) = a.get_config().await.unwrap();
+    let text = String::from_utf8(text).unwrap();
+    let version = i64::from_str_radix(text.lines().last().unwrap().trim_start_matches("version="), 16).unwrap();
+    let observer = |id: u64| format!("server.{id}=127.0.0.1:{}:{}:observer", free_port(), free_port());
+    let (ja, jb) = (observer(100), observer(101));
+    let (ja, jb) = ([ja.as_str()], [jb.as_str()]);
+    let (ra, rb) =
+        tokio::join!(a.update_ensemble(inc(&ja), Some(version)), b.update_ensemble(inc(&jb), Some(version)),);
+    let ok = [ra.is_ok(), rb.is_ok()];
+    assert_eq!(ok.iter().filter(|o| **o).count(), 1, "exactly one succeeds: {ra:?} {rb:?}");
+    let refused = match (ra, rb) {
+        (Err(e), _) | (_, Err(e)) => e,
+        _ => unreachable!(),
+    };
+    assert_eq!(refused, zk::Error::BadVersion);
+    // Follower f becomes an observer, then a participant again; writes go on throughout.
+    let line = |text: &str| {
+        let me = format!("server.{}=", f + 1);
+        text.lines().find(|l| l.starts_with(&me)).map(str::to_owned).expect("f in the config")
+    };
+    let (now, _) = a.get_config().await.unwrap();
+    let participant = line(&String::from_utf8(now).unwrap());
+    let as_observer = participant.replace(":participant", ":observer");
+    let (after, _) =
+        a.update_ensemble(inc(&[as_observer.as_str()]), None).await.expect("a participant becomes an observer");
+    assert_eq!(line(&String::from_utf8(after).unwrap()), as_observer);
+    let observed = async {
+        while cl.role(f) != Some(Role::Observer) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), observed).await.expect("the member now observes");
+    a.create("/while-observer", b"", &persistent()).await.unwrap();
+    let (after, _) =
+        a.update_ensemble(inc(&[participant.as_str()]), None).await.expect("an observer becomes a participant");
+    assert_eq!(line(&String::from_utf8(after).unwrap()), participant);
+    let votes = async {
+        while cl.role(f) != Some(Role::Follower) && cl.role(f) != Some(Role::Leader) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), votes).await.expect("the member votes again");
+    let c = client(&cl.addr(f)).await;
+    c.sync("/").await.unwrap();
+    c.get_data("/while-observer").await.expect("it kept up as an observer");
+    cl.shutdown().await;
+}

@@ -59,8 +59,12 @@ type Session struct {
 	connects atomic.Int64
 	expired  atomic.Int64
 	frozen   atomic.Bool
-	connMu   sync.Mutex
-	netConn  net.Conn
+	// lostAt is when the session last lost its connection (unix ns; 0 while it never did);
+	// expiredAfter is how long it had been without one when it was told it expired.
+	lostAt       atomic.Int64
+	expiredAfter atomic.Int64
+	connMu       sync.Mutex
+	netConn      net.Conn
 }
 
 // dialSession opens a session whose host list starts at member `first` (0-based).
@@ -98,7 +102,12 @@ func dialSession(addrs []string, first int) (*Session, error) {
 			switch ev.State {
 			case zk.StateHasSession:
 				s.connects.Add(1)
+			case zk.StateDisconnected:
+				s.lostAt.Store(time.Now().UnixNano())
 			case zk.StateExpired:
+				if at := s.lostAt.Load(); at != 0 {
+					s.expiredAfter.Store(time.Now().UnixNano() - at)
+				}
 				s.expired.Add(1)
 			}
 		}))

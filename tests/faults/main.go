@@ -30,6 +30,8 @@ type EventLog struct {
 	start       time.Time
 	lines       []string
 	disruptions []int64
+	faults      []int64
+	heals       []int64
 	quiet       bool
 }
 
@@ -49,6 +51,34 @@ func (e *EventLog) Disrupt() {
 	e.mu.Lock()
 	e.disruptions = append(e.disruptions, time.Since(e.start).Nanoseconds())
 	e.mu.Unlock()
+}
+
+// MarkFault notes that a nemesis starts a fault; MarkHeal that it healed (a disruption too).
+func (e *EventLog) MarkFault() {
+	e.mu.Lock()
+	e.faults = append(e.faults, time.Since(e.start).Nanoseconds())
+	e.mu.Unlock()
+}
+
+func (e *EventLog) MarkHeal() {
+	e.mu.Lock()
+	t := time.Since(e.start).Nanoseconds()
+	e.disruptions = append(e.disruptions, t)
+	e.heals = append(e.heals, t)
+	e.mu.Unlock()
+}
+
+// FaultTimes and HealTimes are when the nemesis struck and healed (history clock).
+func (e *EventLog) FaultTimes() []int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]int64(nil), e.faults...)
+}
+
+func (e *EventLog) HealTimes() []int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]int64(nil), e.heals...)
 }
 
 func (e *EventLog) Disruptions() []int64 {
@@ -114,6 +144,9 @@ type options struct {
 	opLog      bool
 	recoverMax time.Duration
 }
+
+// defaultDuration is each mode's fault time per run.
+var defaultDuration = map[string]time.Duration{"short": 15 * time.Second, "full": 60 * time.Second}
 
 func runSeed(master int64, server, nemesis string) int64 {
 	h := fnv.New64a()
@@ -184,7 +217,7 @@ func main() {
 		o.members = map[string]int{"short": 3, "full": 5}[o.mode]
 	}
 	if o.duration == 0 {
-		o.duration = map[string]time.Duration{"short": 15 * time.Second, "full": 60 * time.Second}[o.mode]
+		o.duration = defaultDuration[o.mode]
 	}
 	o.recoverMax = 60 * time.Second
 	if abs, err := filepath.Abs(o.zkrBin); err == nil {
@@ -306,6 +339,9 @@ func runOne(o *options, server, nemName string) *Run {
 	if len(o.workloads) != len(workloadNames) {
 		r.Replay += " --workload " + strings.Join(o.workloads, ",")
 	}
+	if o.duration != defaultDuration[o.mode] {
+		r.Replay += " --duration " + o.duration.String()
+	}
 	defer func() { r.Wall = time.Since(wall).Seconds() }()
 	fmt.Printf("== %s under %s (seed %d)\n", server, nemName, seed)
 	work := filepath.Join(o.out, server+"-"+nemName)
@@ -373,14 +409,22 @@ func runOne(o *options, server, nemName string) *Run {
 	var wls []Workload
 	for _, name := range o.workloads {
 		w, _ := newWorkload(name)
+		wls = append(wls, w)
+	}
+	// A nemesis with a checker of its own gets a cell, after the workloads'.
+	var checker Workload
+	if nem.Checker != nil {
+		checker = nem.Checker(c)
+		wls = append(wls, checker)
+	}
+	for i, w := range wls {
 		if err := w.Setup(env); err != nil {
-			r.Error = fmt.Sprintf("%s setup: %v", name, err)
-			for _, w := range wls {
+			r.Error = fmt.Sprintf("%s setup: %v", w.Name(), err)
+			for _, w := range wls[:i] {
 				w.Close()
 			}
 			return r
 		}
-		wls = append(wls, w)
 	}
 	defer func() {
 		for _, w := range wls {
@@ -400,6 +444,7 @@ func runOne(o *options, server, nemName string) *Run {
 		go func(w Workload) { defer wg.Done(); w.Run(ctx, env) }(w)
 	}
 	faults := newFaults(c)
+	faults.checker = checker
 	rng := env.rng(1)
 	r.Faults = schedule(ctx, nem, faults, rng, events)
 	<-ctx.Done()
@@ -411,7 +456,7 @@ func runOne(o *options, server, nemName string) *Run {
 	// Heal, converge.
 	healed := faults.Heal()
 	if healed != "nothing to heal" {
-		events.Disrupt()
+		events.MarkHeal()
 	}
 	events.Add("final heal: %s", healed)
 	took, ok, why := c.WaitConverged(o.recoverMax)
@@ -490,6 +535,7 @@ func schedule(ctx context.Context, nem Nemesis, f *Faults, rng *rand.Rand, event
 			return n
 		}
 		hold := nem.Hold(rng)
+		events.MarkFault()
 		what := nem.Apply(f, rng)
 		events.Disrupt()
 		events.Add("%s: %s", nem.Name, what)
@@ -504,7 +550,7 @@ func schedule(ctx context.Context, nem Nemesis, f *Faults, rng *rand.Rand, event
 			time.Sleep(hold)
 		}
 		healed := f.Heal()
-		events.Disrupt()
+		events.MarkHeal()
 		events.Add("heal: %s", healed)
 		if nem.Destructive && f.victim != nil {
 			t, ok := waitCaughtUp(f.c, f.victim, 30*time.Second)

@@ -25,6 +25,9 @@ type Nemesis struct {
 	Hold func(r *mrand.Rand) time.Duration
 	// Apply makes the fault and says what it did.
 	Apply func(h *Faults, r *mrand.Rand) string
+	// Checker, when set, judges what the nemesis itself did: a cell of its own in the runs of
+	// this nemesis, reachable from Apply as Faults.checker.
+	Checker func(c *Cluster) Workload
 }
 
 // Faults is the state the nemeses share: who is down, paused or cut off.
@@ -35,6 +38,7 @@ type Faults struct {
 	paused      map[int]bool
 	partitioned bool
 	victim      *Member // the member a destructive nemesis damaged
+	checker     Workload
 }
 
 func newFaults(c *Cluster) *Faults {
@@ -135,6 +139,36 @@ var nemeses = []Nemesis{
 			m, which := f.leaderOr(r)
 			f.kill(m)
 			return fmt.Sprintf("kill -9 m%d (%s)", m.ID, which)
+		},
+	},
+	{
+		Name: "kill-leader-at-birth", What: "open sessions with the leader first, kill -9 the leader right after their handshakes, restart it",
+		Hold: holdBetween(2*time.Second, 5*time.Second),
+		Apply: func(f *Faults, r *mrand.Rand) string {
+			m, which := f.leaderOr(r)
+			// Three new sessions whose host list starts at the leader, all answered, and the
+			// leader dies at once: the session-birth checker judges their fate.
+			var born []*Session
+			for k := 0; k < 3; k++ {
+				if s, err := dialSession(f.c.Addrs(), m.ID-1); err == nil {
+					born = append(born, s)
+				}
+			}
+			ok := 0
+			for _, s := range born {
+				if s.WaitSession(3*time.Second) == nil {
+					ok++
+				}
+			}
+			f.kill(m)
+			for _, s := range born {
+				select {
+				case birthProbes <- s:
+				default:
+					s.Close()
+				}
+			}
+			return fmt.Sprintf("kill -9 m%d (%s) right after %d new sessions' handshakes", m.ID, which, ok)
 		},
 	},
 	{

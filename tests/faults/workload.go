@@ -278,17 +278,23 @@ func newWorkload(name string) (Workload, bool) {
 		return &sessionsWL{}, true
 	case "watches":
 		return &watchesWL{}, true
+	case "session-birth":
+		return &birthsWL{}, true
+	case "pipelined":
+		return &pipelinedWL{}, true
 	}
 	return nil, false
 }
 
-var workloadNames = []string{"register", "set", "unique-ids", "counter", "sessions", "watches"}
+var workloadNames = []string{"register", "set", "unique-ids", "counter", "sessions", "watches", "session-birth", "pipelined"}
 
 var workloadWhat = map[string]string{
-	"register":   "CAS register on one znode: reads after sync, setData, setData with version; porcupine checks linearizability",
-	"set":        "set on one znode, each add a versioned CAS; after the heal one read: every acknowledged add present, no failed add present",
-	"unique-ids": "sequential creates: no name handed out twice, every acknowledged name present with its own data",
-	"counter":    "multi of 3 sequential creates; getChildren count between 3×acknowledged and 3×attempted, a multiple of 3, every acknowledged name present",
-	"sessions":   "ephemerals of live sessions never vanish; ephemerals of sessions that stopped pinging vanish within timeout + election time",
-	"watches":    "data watches: a reply showing a newer version never arrives before the watch event on a connected session; versions never go back; every watcher hears the last change",
+	"register":      "CAS register on one znode: reads after sync, setData, setData with version; porcupine checks linearizability",
+	"set":           "set on one znode, each add a versioned CAS; after the heal one read: every acknowledged add present, no failed add present",
+	"unique-ids":    "sequential creates: no name handed out twice, every acknowledged name present with its own data",
+	"counter":       "multi of 3 sequential creates; getChildren count between 3×acknowledged and 3×attempted, a multiple of 3, every acknowledged name present",
+	"sessions":      "ephemerals of live sessions never vanish; ephemerals of sessions that stopped pinging vanish within timeout + election time",
+	"watches":       "data watches: a reply showing a newer version never arrives before the watch event on a connected session; versions never go back; every watcher hears the last change",
+	"session-birth": "new sessions all the time (the leader first, a follower first, a create in flight), kept idle: none told it expired while its client was back within the session timeout",
+	"pipelined":     "one session at a follower with up to 16 setData of 32 KB in flight: never told it expired, writes acknowledged again within 10 s of every heal, every key's final value intact and not older than its last acknowledged write",
 }

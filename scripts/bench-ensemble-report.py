@@ -5,6 +5,7 @@ import sys
 
 res = {}
 kills = {"zk": [], "zkr": []}
+pauses = {"zk": [], "zkr": []}
 summary = {}
 lost_lines = []
 header = []
@@ -15,6 +16,9 @@ for line in open(sys.argv[1]):
         continue
     kv = dict(p.split("=", 1) for p in line.split() if "=" in p)
     srv, bench = kv.get("srv"), kv.get("bench")
+    if bench == "pause":
+        pauses[srv].append(kv)
+        continue
     if bench == "failover":
         if "kill" in kv:
             kills[srv].append(kv)
@@ -81,6 +85,15 @@ for key, label in (("writes_back_ms", "writes succeed again"), ("sessions_back_m
         target = ("ratio<=", 0.5) if p == 50 else None
         rows.append((f"failover: {label}, p{p} of {len(vals['zkr'])} kills", pct(vals["zk"], p), pct(vals["zkr"], p),
                      "ms", target))
+if pauses["zk"] or pauses["zkr"]:
+    def resumed(s):
+        v = [float(k["resumed_ms"]) if k.get("resumed_ms", "none") != "none" else -1 for k in pauses[s]]
+        return pct(v, 50)
+    n = max(len(pauses["zk"]), len(pauses["zkr"]))
+    rows.append((f"leader SIGSTOP 20 s: follower's writes acknowledged again, p50 of {n}", resumed("zk"),
+                 resumed("zkr"), "ms", ("ratio<=", 0.5)))
+    exp = {s: (sum(int(k.get("expired", "0") == "1") for k in pauses[s]) if pauses[s] else None) for s in pauses}
+    rows.append(("leader SIGSTOP 20 s: sessions expired", exp["zk"], exp["zkr"], "", ("zkr==", 0)))
 for key, label in (("expired", "failover: sessions expired"), ("lost", "failover: acknowledged writes lost")):
     z = summary.get("zk", {}).get(key)
     r = summary.get("zkr", {}).get(key)

@@ -9,7 +9,11 @@
 #   - failover: benches/failover/Failover.java (the official Java client, N sessions on the
 #     3-host connect string, each writing its own node at a steady pace) while the leader is
 #     SIGKILLed K times (restarted and caught up in between): time until writes succeed again
-#     and until every session is connected again, sessions expired, acknowledged writes lost.
+#     and until every session is connected again, sessions expired, acknowledged writes lost;
+#   - pause: benches/pause/writer.py (kazoo, one session on a follower, 64 pipelined 32 KB
+#     setData) while the leader is SIGSTOPped for 20 s, PAUSES times: time from the SIGSTOP until
+#     the follower's writes are acknowledged again, and whether the session expired (issue 22,
+#     item 3: a paused leader never stalls a follower).
 #
 #   scripts/bench-ensemble.sh            full run (10 kills per server; about 25 minutes)
 #   scripts/bench-ensemble.sh --quick    small sizes, 3 kills (about 6 minutes)
@@ -17,7 +21,7 @@
 # Environment: BENCH_ENS_PORT_BASE (default 21200: clients base+1..3 ZooKeeper, +11..13 zkr;
 # peers +101..; elections +201..), BENCH_OUT (raw results, default
 # target/bench/ensemble-<UTC time>.txt), KEEP=1 keeps the scratch directory, ZKR_BIN,
-# BENCH_ONLY="write read churn failover" (a subset, space separated), ZKR_CFG_EXTRA (lines
+# BENCH_ONLY="write read churn failover pause" (a subset, space separated), ZKR_CFG_EXTRA (lines
 # appended to each zkr member's zoo.cfg, e.g. ZKR_CFG_EXTRA=zkr.keepClientsOnLeaderLoss=true).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,9 +29,9 @@ cd "$(dirname "$0")/.."
 QUICK=0
 [ "${1:-}" = "--quick" ] && QUICK=1
 if [ $QUICK = 1 ]; then
-  SECS=3; WARM=1; KILLS=3; FO_SESSIONS=10; CHURN="--providers 5 --interfaces 4 --consumers 20 --rounds 5 --expiries 1"
+  SECS=3; WARM=1; KILLS=3; PAUSES=1; FO_SESSIONS=10; CHURN="--providers 5 --interfaces 4 --consumers 20 --rounds 5 --expiries 1"
 else
-  SECS=15; WARM=2; KILLS=10; FO_SESSIONS=30; CHURN="--providers 20 --interfaces 10 --consumers 100 --rounds 20 --expiries 3"
+  SECS=15; WARM=2; KILLS=10; PAUSES=3; FO_SESSIONS=30; CHURN="--providers 20 --interfaces 10 --consumers 100 --rounds 20 --expiries 3"
 fi
 FO_RATE=10          # writes per second per failover session
 FO_TIMEOUT=30000    # the failover sessions' timeout, ms (Curator's default is 60 s, clamped to 40 s)
@@ -174,6 +178,34 @@ failover() {
   grep -E '^(kill=|summary|LOST)' "$out" | sed "s/^/srv=$s bench=failover /" | tee -a "$OUT" >&2
 }
 
+# pause SERVER: a kazoo writer on a follower, the leader SIGSTOPped 20 s, PAUSES times
+pause() {
+  local s=$1 n l f i t0 acks="$W/$1.pause.acks" wlog="$W/$1.pause.out" wpid resumed expired
+  for n in $(seq "$PAUSES"); do
+    l=$(leader "$s")
+    f=""
+    for i in 1 2 3; do [ "$i" = "$l" ] || { f=$i; break; }; done
+    rm -f "$acks"
+    /usr/bin/python3 benches/pause/writer.py "127.0.0.1:$(cport "$s" "$f")" "$acks" 32 >"$wlog" 2>&1 &
+    wpid=$!
+    for _ in $(seq 300); do grep -q '^ready' "$wlog" && break; sleep 0.1; done
+    sleep 5
+    t0=$(ms)
+    kill -STOP "${PIDS[$l]}"
+    log "$s: pause $n of $PAUSES: SIGSTOPped leader member $l for 20 s, writes through member $f"
+    sleep 20
+    kill -CONT "${PIDS[$l]}"
+    wait "$wpid" || true
+    # Replies already on their way drain within a moment: the first ack 300 ms after the stop
+    # was ordered by a new leader (or by the old one, woken up).
+    resumed=$(awk -v t="$t0" '/^[0-9]+$/ && $1 >= t + 300 { print $1 - t; exit }' "$acks")
+    expired=$(sed -n 's/^expired=//p' "$acks")
+    record "$s" "bench=pause n=$n resumed_ms=${resumed:-none} expired=${expired:-?}"
+    wait_serving "$s" 1 2 3
+    sleep 3
+  done
+}
+
 {
   echo "# zkr ensemble side-by-side $(date -u +%Y-%m-%dT%H:%M:%SZ) quick=$QUICK"
   echo "# zkr $(git rev-parse --short HEAD 2>/dev/null || echo '?'), ZooKeeper $(dpkg-query -W -f='${Version}' zookeeper 2>/dev/null || echo '?'), $(java -version 2>&1 | head -1)"
@@ -184,7 +216,7 @@ failover() {
 cat "$OUT" >&2
 
 RW="--secs $SECS --warmup-secs $WARM"
-ONLY=" ${BENCH_ONLY:-write read churn failover} "
+ONLY=" ${BENCH_ONLY:-write read churn failover pause} "
 wanted() { [[ "$ONLY" == *" $1 "* ]]; }
 k=0
 for w in write read; do
@@ -202,6 +234,12 @@ k=$((k + 1))
 for s in $(order $k); do
   wanted failover || break
   log "failover on $s ($KILLS leader kills, $FO_SESSIONS Java-client sessions)"; start "$s"; failover "$s"; stop
+done
+
+for s in $(order $k); do
+  wanted pause || break
+  /usr/bin/python3 -c "import kazoo" 2>/dev/null || { log "pause needs kazoo: apt-get install python3-kazoo"; exit 1; }
+  log "pause on $s ($PAUSES leader pauses of 20 s)"; start "$s"; pause "$s"; stop
 done
 
 echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT" >&2

@@ -14,9 +14,12 @@ DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq \
   zookeeper zookeeper-bin libzookeeper-java python3-kazoo netcat-openbsd \
   libnetty-java python3-pure-sasl openssl prometheus maven >/dev/null
 
+T0=$SECONDS
 echo "== cargo build --release"
 cargo build --release --locked
+echo "cargo build: $((SECONDS - T0))s"
 
+T0=$SECONDS
 echo "== cargo test"
 cargo test --release --locked --lib --bins --tests 2>&1 | tee /tmp/zkr-cargo-test.log | grep -E '^(test result|running|failures:|---- )|panicked' || true
 if grep -qE '^test result: FAILED|error(\[E[0-9]+\])?:' /tmp/zkr-cargo-test.log; then
@@ -24,9 +27,12 @@ if grep -qE '^test result: FAILED|error(\[E[0-9]+\])?:' /tmp/zkr-cargo-test.log;
   echo "cargo test failed"
   exit 1
 fi
+echo "cargo test (compile and run): $((SECONDS - T0))s"
 
 echo "== cargo bench --no-run (micro-benchmarks compile)"
+T0=$SECONDS
 cargo bench --locked --no-run 2>&1 | tail -n 2
+echo "cargo bench --no-run: $((SECONDS - T0))s"
 
 export ZKR_BIN="$PWD/target/release/zkr"
 FAILED=()
@@ -58,6 +64,7 @@ suite faults "fault suite, short matrix: 3-member zkr ensembles in network names
 suite bench-smoke "load generator smoke run (zkr bench, every workload, against zkr)" bash tests/bench/smoke.sh
 suite matrix "compatibility matrix (docs/compatibility.md from every suite's rows)" /usr/bin/python3 tests/interop/matrix.py generate
 echo "suite times: ${TIMES[*]}"
+echo "whole run: $((SECONDS / 60)) min $((SECONDS % 60)) s"
 if [ ${#FAILED[@]} -gt 0 ]; then
   echo "failed suites: ${FAILED[*]}"
   exit 1

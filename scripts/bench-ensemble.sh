@@ -42,6 +42,9 @@ ZKSERVER=/usr/share/zookeeper/bin/zkServer.sh
 [ -x "$ZKSERVER" ] || { echo "Debian's ZooKeeper is missing: apt-get install zookeeper zookeeper-bin" >&2; exit 1; }
 command -v javac >/dev/null || { echo "javac (the JDK) is missing" >&2; exit 1; }
 
+# shellcheck source=lib/ensemble.sh
+source scripts/lib/ensemble.sh
+
 mkdir -p target/bench
 OUT=${BENCH_OUT:-target/bench/ensemble-$(date -u +%Y%m%dT%H%M%SZ).txt}
 W=$(mktemp -d /tmp/zkr-bench-ensemble.XXXXXX)
@@ -57,10 +60,6 @@ trap cleanup EXIT
 
 log() { echo "[$(date -u +%H:%M:%S)] $*" >&2; }
 ms() { date +%s%3N; }
-cport() { if [ "$1" = zk ]; then echo $((BASE + $2)); else echo $((BASE + 10 + $2)); fi; }
-hosts() { echo "127.0.0.1:$(cport "$1" 1),127.0.0.1:$(cport "$1" 2),127.0.0.1:$(cport "$1" 3)"; }
-pids() { echo "${PIDS[1]},${PIDS[2]},${PIDS[3]}"; }
-mode() { echo srvr | timeout 3 nc -q1 127.0.0.1 "$(cport "$1" "$2")" 2>/dev/null | sed -n 's/^Mode: //p'; }
 
 # The Java driver, compiled once.
 CP=$(printf '/usr/share/java/%s.jar:' zookeeper zookeeper-jute slf4j-api slf4j-nop netty-all commons-io)
@@ -70,73 +69,6 @@ done
 mkdir -p "$W/classes"
 javac -nowarn -d "$W/classes" -cp "$CP" benches/failover/Failover.java
 
-# config SERVER ID: member ID's zoo.cfg (the same shape for both servers)
-config() {
-  local s=$1 i=$2 j off=0
-  [ "$s" = zkr ] && off=10
-  cat <<CFG
-tickTime=2000
-initLimit=10
-syncLimit=5
-dataDir=$W/$s/m$i
-clientPort=$(cport "$s" "$i")
-clientPortAddress=127.0.0.1
-maxClientCnxns=0
-admin.enableServer=false
-4lw.commands.whitelist=*
-CFG
-  for j in 1 2 3; do
-    echo "server.$j=127.0.0.1:$((BASE + 100 + off + j)):$((BASE + 200 + off + j));127.0.0.1:$(cport "$s" "$j")"
-  done
-  if [ "$s" = zkr ] && [ -n "${ZKR_CFG_EXTRA:-}" ]; then echo "$ZKR_CFG_EXTRA"; fi
-}
-# launch SERVER ID: starts member ID on its existing data directory
-launch() {
-  local s=$1 i=$2 d="$W/$1/m$2"
-  if [ "$s" = zk ]; then
-    ZOOCFGDIR=$d ZOO_LOG_DIR=$d ZOOPIDFILE=$d/pid "$ZKSERVER" start-foreground "$d/zoo.cfg" >>"$d/out.log" 2>&1 &
-  else
-    "$ZKR" serve --config "$d/zoo.cfg" >>"$d/out.log" 2>&1 &
-  fi
-  PIDS[$i]=$!
-}
-# wait_serving SERVER ID...: until each member answers srvr as leader or follower
-wait_serving() {
-  local s=$1 i tries
-  shift
-  for i in "$@"; do
-    tries=0
-    until mode "$s" "$i" | grep -qE '^(leader|follower)$'; do
-      tries=$((tries + 1)); [ $tries -lt 900 ] || { log "$s member $i is not serving"; tail -20 "$W/$s/m$i/out.log" >&2; exit 1; }
-      sleep 0.1
-    done
-  done
-}
-# start SERVER: a fresh 3-member ensemble
-start() {
-  local s=$1 i
-  rm -rf "${W:?}/$s"
-  for i in 1 2 3; do
-    mkdir -p "$W/$s/m$i"
-    echo "$i" >"$W/$s/m$i/myid"
-    config "$s" "$i" >"$W/$s/m$i/zoo.cfg"
-  done
-  for i in 1 2 3; do launch "$s" "$i"; done
-  wait_serving "$s" 1 2 3
-}
-stop() {
-  local i
-  for i in "${!PIDS[@]}"; do kill -9 "${PIDS[$i]}" 2>/dev/null || true; wait "${PIDS[$i]}" 2>/dev/null || true; done
-  PIDS=()
-}
-leader() {  # SERVER: the leader's member id
-  local s=$1 i
-  for _ in $(seq 300); do
-    for i in 1 2 3; do [ "$(mode "$s" "$i")" = leader ] && { echo "$i"; return 0; }; done
-    sleep 0.1
-  done
-  return 1
-}
 record() { echo "srv=$1 $2" | tee -a "$OUT" >&2; }
 bench() {
   local s=$1 w=$2 line

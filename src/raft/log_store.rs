@@ -20,6 +20,7 @@
 
 #![allow(clippy::result_large_err)] // openraft's StorageError is the trait's error type
 
+use super::log_cache::LogCache;
 use super::types::{log_err, Entry, LogId, StorageError, Vote, Zkr};
 use openraft::storage::{LogFlushed, RaftLogStorage};
 use openraft::{LogState, RaftLogReader};
@@ -37,8 +38,6 @@ const VERSION: u32 = 1;
 const HEADER: u64 = 8;
 /// Segment size (preallocated, so appends change no file metadata).
 pub const SEGMENT_BYTES: u64 = 64 * 1024 * 1024;
-/// Entries kept in memory beyond the unflushed ones.
-const CACHE_ENTRIES: usize = 8192;
 
 /// Where one entry lives.
 #[derive(Debug, Clone, Copy)]
@@ -59,7 +58,7 @@ struct State {
     locs: VecDeque<Loc>,
     first: u64,
     /// The newest entries, ending at the last one.
-    cache: VecDeque<Entry>,
+    cache: LogCache,
     /// Segments by first index, opened for reading.
     segs: BTreeMap<u64, Arc<File>>,
     /// Where the next record goes.
@@ -83,14 +82,7 @@ impl State {
 
     fn trim_cache(&mut self) {
         let flushed = self.flushed.unwrap_or(0);
-        while self.cache.len() > CACHE_ENTRIES {
-            match self.cache.front() {
-                Some(e) if e.log_id.index <= flushed => {
-                    self.cache.pop_front();
-                }
-                _ => break,
-            }
-        }
+        self.cache.trim(flushed);
     }
 
     fn get(&self, index: u64) -> Result<Option<Entry>, String> {
@@ -165,7 +157,7 @@ impl LogStore {
             dir: dir.to_owned(),
             locs: VecDeque::new(),
             first: 0,
-            cache: VecDeque::new(),
+            cache: LogCache::default(),
             segs: BTreeMap::new(),
             write_seg: None,
             write_off: HEADER,
@@ -298,10 +290,8 @@ fn scan_segment(st: &mut State, seg: u64, path: &Path, last: bool) -> Result<(),
             _ => {}
         }
         st.locs.push_back(Loc { log_id: entry.log_id, seg, offset: off as u64, len: len as u32 });
-        st.cache.push_back(entry);
-        if st.cache.len() > CACHE_ENTRIES {
-            st.cache.pop_front();
-        }
+        st.cache.push_back(entry, len as u32);
+        st.cache.trim(u64::MAX);
         off = end;
     }
     if last {
@@ -608,7 +598,7 @@ impl RaftLogStorage<Zkr> for LogStore {
                 p.3.extend_from_slice(&payload);
                 p.4 = e.log_id.index;
             }
-            st.cache.push_back(e);
+            st.cache.push_back(e, payload.len() as u32);
         }
         drop(st);
         if parts.is_empty() {

@@ -18,13 +18,69 @@ use crate::tree::DataTree;
 use openraft::storage::{RaftStateMachine, Snapshot};
 use openraft::{EntryPayload, RaftSnapshotBuilder};
 use std::path::{Path, PathBuf};
-use tokio::sync::{mpsc, oneshot};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use tokio::sync::{mpsc, oneshot, Notify};
+use tokio_util::sync::CancellationToken;
 
 /// Snapshots kept (the newest ones); older ones and their metadata are removed.
 const KEEP: usize = 2;
 
+/// When a member takes a snapshot: after snapCount txns (commands), as ZooKeeper counts them.
+/// openraft's own policy counts log entries, and an entry here is a batch of up to 1,024
+/// commands, so under pipelined writes it snapshotted (and trimmed its log) a thousand times
+/// less often than configured. Like ZooKeeper's `SyncRequestProcessor`, each member waits a
+/// random count in [snapCount/2, snapCount) so that members do not all snapshot at once.
+pub struct SnapshotDue {
+    every: u64,
+    applied: AtomicU64,
+    next: AtomicU64,
+    wake: Notify,
+}
+
+impl SnapshotDue {
+    pub fn new(snap_count: u64) -> Arc<SnapshotDue> {
+        let every = snap_count.max(2);
+        let d = SnapshotDue { every, applied: AtomicU64::new(0), next: AtomicU64::new(every), wake: Notify::new() };
+        d.reset();
+        Arc::new(d)
+    }
+
+    fn add(&self, commands: u64) {
+        let n = self.applied.fetch_add(commands, Ordering::Relaxed) + commands;
+        if n >= self.next.load(Ordering::Relaxed) {
+            self.wake.notify_one();
+        }
+    }
+
+    /// A snapshot is being taken (or was installed): count from zero towards a new threshold.
+    fn reset(&self) {
+        self.applied.store(0, Ordering::Relaxed);
+        let half = self.every / 2;
+        self.next.store(half + rand::random::<u64>() % (self.every - half), Ordering::Relaxed);
+    }
+
+    /// Asks openraft for a snapshot each time the threshold is reached, until shutdown.
+    pub async fn run(self: Arc<Self>, raft: super::types::Raft, shutdown: CancellationToken) {
+        loop {
+            tokio::select! {
+                _ = self.wake.notified() => {}
+                _ = shutdown.cancelled() => return,
+            }
+            if self.applied.load(Ordering::Relaxed) < self.next.load(Ordering::Relaxed) {
+                continue;
+            }
+            if let Err(e) = raft.trigger().snapshot().await {
+                tracing::debug!("no snapshot: Raft has stopped: {e}");
+                return;
+            }
+        }
+    }
+}
+
 pub struct StateMachine {
     core: mpsc::Sender<CoreMsg>,
+    due: Arc<SnapshotDue>,
     dir: PathBuf,
     applied: Option<LogId>,
     membership: Membership,
@@ -91,7 +147,13 @@ fn purge(dir: &Path) {
 }
 
 impl StateMachine {
-    pub fn new(core: mpsc::Sender<CoreMsg>, dir: PathBuf, applied: Option<LogId>, membership: Membership) -> Self {
+    pub fn new(
+        core: mpsc::Sender<CoreMsg>,
+        due: Arc<SnapshotDue>,
+        dir: PathBuf,
+        applied: Option<LogId>,
+        membership: Membership,
+    ) -> Self {
         if let Ok(rd) = std::fs::read_dir(&dir) {
             for e in rd.flatten() {
                 if e.file_name().to_string_lossy().starts_with("receiving.") {
@@ -99,7 +161,7 @@ impl StateMachine {
                 }
             }
         }
-        StateMachine { core, dir, applied, membership, receiving: None }
+        StateMachine { core, due, dir, applied, membership, receiving: None }
     }
 
     async fn to_core(&self, msg: CoreMsg) -> Result<(), StorageError> {
@@ -110,11 +172,13 @@ impl StateMachine {
 /// Builds a snapshot from a view of the tree the core hands over.
 pub struct Builder {
     core: mpsc::Sender<CoreMsg>,
+    due: Arc<SnapshotDue>,
     dir: PathBuf,
 }
 
 impl RaftSnapshotBuilder<Zkr> for Builder {
     async fn build_snapshot(&mut self) -> Result<Snapshot<Zkr>, StorageError> {
+        self.due.reset();
         let (tx, rx) = oneshot::channel();
         self.core
             .send(CoreMsg::Replication(ReplMsg::SnapshotView(tx)))
@@ -157,10 +221,14 @@ impl RaftStateMachine<Zkr> for StateMachine {
         I::IntoIter: Send,
     {
         let mut batch = Vec::new();
+        let mut commands = 0;
         for e in entries {
             let payload = match e.payload {
                 EntryPayload::Blank => CommittedPayload::Blank,
-                EntryPayload::Normal(batch) => CommittedPayload::Commands(batch),
+                EntryPayload::Normal(batch) => {
+                    commands += batch.cmds.len() as u64;
+                    CommittedPayload::Commands(batch)
+                }
                 EntryPayload::Membership(m) => {
                     self.membership = Membership::new(Some(e.log_id), m.clone());
                     CommittedPayload::Membership(self.membership.clone())
@@ -176,11 +244,12 @@ impl RaftStateMachine<Zkr> for StateMachine {
         let (done, rx) = oneshot::channel();
         self.to_core(CoreMsg::Apply { entries: batch, done }).await?;
         rx.await.map_err(|_| sm_err("the core has stopped"))?;
+        self.due.add(commands);
         Ok(vec![(); n])
     }
 
     async fn get_snapshot_builder(&mut self) -> Builder {
-        Builder { core: self.core.clone(), dir: self.dir.clone() }
+        Builder { core: self.core.clone(), due: self.due.clone(), dir: self.dir.clone() }
     }
 
     async fn begin_receiving_snapshot(&mut self) -> Result<Box<tokio::fs::File>, StorageError> {
@@ -233,6 +302,7 @@ impl RaftStateMachine<Zkr> for StateMachine {
         rx.await.map_err(|_| sm_err("the core has stopped"))?;
         self.applied = meta.last_log_id;
         self.membership = meta.last_membership.clone();
+        self.due.reset();
         Ok(())
     }
 

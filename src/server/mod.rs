@@ -475,10 +475,12 @@ async fn start_member(
         .spawn(move || core.run(core_rx))
         .map_err(StartError::Thread)?;
     let log_reader = log.clone();
-    let sm = state_machine::StateMachine::new(core_tx.clone(), snap_dir, applied, membership);
+    let due = state_machine::SnapshotDue::new(cfg.snap_count);
+    let sm = state_machine::StateMachine::new(core_tx.clone(), due.clone(), snap_dir, applied, membership);
     let raft = crate::raft::types::Raft::new(me, Arc::new(raft_cfg), network::Network { link: link.clone() }, log, sm)
         .await
         .map_err(|e| StartError::Ensemble(format!("cannot start Raft: {e}")))?;
+    tokio::spawn(due.run(raft.clone(), shutdown.clone()));
     let peer = spec.peer_addr();
     let listener = TcpListener::bind(&peer).await.map_err(|source| StartError::Bind { addr: peer.clone(), source })?;
     let peer_addr = listener.local_addr().map_err(|source| StartError::Bind { addr: peer.clone(), source })?;

@@ -14,6 +14,7 @@ pub mod damage;
 pub mod record;
 pub mod snapshot;
 pub mod wal;
+mod window;
 
 use crate::config::Config;
 use crate::tree::DataTree;

@@ -222,123 +222,148 @@ enum Place {
     Encoded(u32, bytes::Bytes),
 }
 
-pub fn read(path: &Path) -> Result<DataTree, StorageError> {
-    let bytes = std::fs::read(path).map_err(|e| StorageError::io(path, e))?;
-    let corrupt = |offset: usize, reason: &str| StorageError::Corrupt {
-        file: path.to_owned(),
-        offset: offset as u64,
-        reason: reason.to_owned(),
+/// One node record as read from the file.
+struct NodeRecord {
+    place: Place,
+    data: Option<bytes::Bytes>,
+    acl: Vec<crate::proto::Acl>,
+    stat: NodeStat,
+    children: usize,
+}
+
+fn node_record(version: u32) -> impl for<'a> FnMut(&'a [u8]) -> jute::JResult<'a, NodeRecord> {
+    move |i| {
+        let (r, place) = if version == VERSION {
+            let (r, parent) = jute::int(i)?;
+            let (r, name) = jute::buffer(r)?;
+            (r, Place::Encoded(parent as u32, name.unwrap_or_default()))
+        } else {
+            let (r, path) = jute::ustring(i)?;
+            (r, Place::Path(path))
+        };
+        let (r, data) = jute::buffer(r)?;
+        let (r, acl) = parse_acls(r)?;
+        let (r, czxid) = jute::long(r)?;
+        let (r, mzxid) = jute::long(r)?;
+        let (r, pzxid) = jute::long(r)?;
+        let (r, ctime) = jute::long(r)?;
+        let (r, mtime) = jute::long(r)?;
+        let (r, version) = jute::int(r)?;
+        let (r, cversion) = jute::int(r)?;
+        let (r, aversion) = jute::int(r)?;
+        let (r, ephemeral_owner) = jute::long(r)?;
+        let (r, children) = jute::int(r)?;
+        let stat = NodeStat { czxid, mzxid, pzxid, ctime, mtime, version, cversion, aversion, ephemeral_owner };
+        Ok((r, NodeRecord { place, data, acl, stat, children: children.max(0) as usize }))
+    }
+}
+
+fn session_record(i: &[u8]) -> jute::JResult<'_, (i64, SessionInfo)> {
+    let (r, id) = jute::long(i)?;
+    let (r, timeout) = jute::int(r)?;
+    let (r, flags) = jute::byte(r)?;
+    let (r, password) = if flags & 2 != 0 {
+        let p: [u8; crate::proto::PASSWORD_LEN] = r
+            .get(..crate::proto::PASSWORD_LEN)
+            .and_then(|p| p.try_into().ok())
+            .ok_or(nom::Err::Failure(jute::DecodeError::Truncated))?;
+        (&r[crate::proto::PASSWORD_LEN..], Some(p))
+    } else {
+        (r, None)
     };
-    if bytes.len() < 28 || &bytes[..4] != MAGIC {
-        return Err(corrupt(0, "not a zkr snapshot"));
-    }
-    let (body, crc) = bytes.split_at(bytes.len() - 4);
-    if crc32fast::hash(body) != u32::from_be_bytes([crc[0], crc[1], crc[2], crc[3]]) {
-        return Err(corrupt(body.len(), "snapshot fails its checksum"));
-    }
-    let version = u32::from_be_bytes([body[4], body[5], body[6], body[7]]);
-    if version != VERSION && version != VERSION_PATHS {
-        return Err(corrupt(4, &format!("snapshot format {version} is not one this zkr reads (1 or 2)")));
-    }
-    let bad = || nom::Err::Failure(jute::DecodeError::Malformed(nom::error::ErrorKind::Verify));
-    let parsed = (|| -> jute::JResult<'_, DataTree> {
-        let i = &body[8..];
-        let (i, zxid) = jute::long(i)?;
-        let (mut i, count) = jute::long(i)?;
-        let mut tree = DataTree::empty();
-        tree.set_last_zxid(zxid);
-        // Format 2: the name dictionary, then each node's parent by position.
-        let mut ids: Vec<crate::tree::NodeId> = Vec::new();
-        if version == VERSION {
-            let (r, segments) = jute::int(i)?;
-            i = r;
-            for _ in 0..segments {
-                let (r, id) = jute::int(i)?;
-                let (r, bytes) = jute::buffer(r)?;
-                if !tree.restore_segment(id as u32, bytes.as_deref().unwrap_or_default()) {
-                    return Err(bad());
-                }
-                i = r;
-            }
-            ids.reserve(usize::try_from(count).unwrap_or(0).min(body.len() / 16));
-        }
-        for k in 0..count {
-            let (r, place) = if version == VERSION {
-                let (r, parent) = jute::int(i)?;
-                let (r, name) = jute::buffer(r)?;
-                (r, Place::Encoded(parent as u32, name.unwrap_or_default()))
-            } else {
-                let (r, path) = jute::ustring(i)?;
-                (r, Place::Path(path))
-            };
-            let (r, data) = jute::buffer(r)?;
-            let (r, acl) = parse_acls(r)?;
-            let (r, czxid) = jute::long(r)?;
-            let (r, mzxid) = jute::long(r)?;
-            let (r, pzxid) = jute::long(r)?;
-            let (r, ctime) = jute::long(r)?;
-            let (r, mtime) = jute::long(r)?;
+    let (r, owner) = if flags & 4 != 0 {
+        let (r, member) = jute::long(r)?;
+        let (r, seq) = jute::long(r)?;
+        (r, Some(SessionOwner { member: member as u64, seq: seq as u64 }))
+    } else {
+        (r, None)
+    };
+    Ok((r, (id, SessionInfo { timeout_ms: timeout, zk_password: flags & 1 != 0, password, owner })))
+}
+
+/// Loads a snapshot record by record through a 1 MiB window (storage/window.rs): the file is
+/// never held whole, so a member loading or receiving a big tree holds the tree once.
+pub fn read(path: &Path) -> Result<DataTree, StorageError> {
+    let mut w = super::window::Window::open(path, MAGIC, 28, "not a zkr snapshot")?;
+    let (version, zxid, count) = w.next(
+        |i| {
+            let (r, _magic) = jute::int(i)?;
             let (r, version) = jute::int(r)?;
-            let (r, cversion) = jute::int(r)?;
-            let (r, aversion) = jute::int(r)?;
-            let (r, ephemeral_owner) = jute::long(r)?;
-            let (r, children) = jute::int(r)?;
-            let stat = NodeStat { czxid, mzxid, pzxid, ctime, mtime, version, cversion, aversion, ephemeral_owner };
-            let children = children.max(0) as usize;
-            match place {
-                Place::Path(path) => {
-                    if !tree.restore_node(&path, data, &acl, stat, children) {
-                        return Err(bad());
+            let (r, zxid) = jute::long(r)?;
+            let (r, count) = jute::long(r)?;
+            Ok((r, (version as u32, zxid, count)))
+        },
+        "not a zkr snapshot",
+    )?;
+    if version != VERSION && version != VERSION_PATHS {
+        return Err(StorageError::Corrupt {
+            file: path.to_owned(),
+            offset: 4,
+            reason: format!("snapshot format {version} is not one this zkr reads (1 or 2)"),
+        });
+    }
+    let mut tree = DataTree::empty();
+    tree.set_last_zxid(zxid);
+    // Format 2: the name dictionary, then each node's parent by position.
+    let mut ids: Vec<crate::tree::NodeId> = Vec::new();
+    if version == VERSION {
+        let segments = w.next(jute::int, "bad name dictionary")?;
+        for _ in 0..segments {
+            let (id, bytes) = w.next(
+                |i| {
+                    let (r, id) = jute::int(i)?;
+                    let (r, bytes) = jute::buffer(r)?;
+                    Ok((r, (id, bytes)))
+                },
+                "bad name dictionary",
+            )?;
+            if !tree.restore_segment(id as u32, bytes.as_deref().unwrap_or_default()) {
+                return Err(w.corrupt("bad name segment"));
+            }
+        }
+        // Every node takes more than 16 bytes: a count above that is damage, not a reason to
+        // reserve memory.
+        ids.reserve(usize::try_from(count).unwrap_or(0).min((w.len() / 16) as usize));
+    }
+    let mut node = node_record(version);
+    for k in 0..count {
+        let n = w.next(&mut node, "bad znode record")?;
+        let restored = match n.place {
+            Place::Path(path) => tree.restore_node(&path, n.data, &n.acl, n.stat, n.children),
+            // The root comes first, with no parent.
+            Place::Encoded(u32::MAX, _) if k == 0 => {
+                let ok = tree.restore_node("/", n.data, &n.acl, n.stat, n.children);
+                ids.push(crate::tree::ROOT);
+                ok
+            }
+            Place::Encoded(parent, name) => {
+                match ids
+                    .get(parent as usize)
+                    .and_then(|p| tree.restore_encoded(*p, &name, n.data, &n.acl, n.stat, n.children))
+                {
+                    Some(id) => {
+                        ids.push(id);
+                        true
                     }
-                }
-                // The root comes first, with no parent.
-                Place::Encoded(u32::MAX, _) if k == 0 => {
-                    if !tree.restore_node("/", data, &acl, stat, children) {
-                        return Err(bad());
-                    }
-                    ids.push(crate::tree::ROOT);
-                }
-                Place::Encoded(parent, name) => {
-                    let parent = *ids.get(parent as usize).ok_or_else(bad)?;
-                    let id = tree.restore_encoded(parent, &name, data, &acl, stat, children).ok_or_else(bad)?;
-                    ids.push(id);
+                    None => false,
                 }
             }
-            i = r;
+        };
+        if !restored {
+            return Err(w.corrupt("a znode without its parent, or twice"));
         }
-        tree.finish_restore();
-        // DataTree.deserialize ends with setupQuota: quota roots and stats come from the nodes.
-        tree.setup_quota();
-        let (mut i, sessions) = jute::int(i)?;
-        for _ in 0..sessions {
-            let (r, id) = jute::long(i)?;
-            let (r, timeout) = jute::int(r)?;
-            let (r, flags) = jute::byte(r)?;
-            let (r, password) = if flags & 2 != 0 {
-                let p: [u8; crate::proto::PASSWORD_LEN] =
-                    r.get(..crate::proto::PASSWORD_LEN).and_then(|p| p.try_into().ok()).ok_or_else(bad)?;
-                (&r[crate::proto::PASSWORD_LEN..], Some(p))
-            } else {
-                (r, None)
-            };
-            let (r, owner) = if flags & 4 != 0 {
-                let (r, member) = jute::long(r)?;
-                let (r, seq) = jute::long(r)?;
-                (r, Some(SessionOwner { member: member as u64, seq: seq as u64 }))
-            } else {
-                (r, None)
-            };
-            let info = SessionInfo { timeout_ms: timeout, zk_password: flags & 1 != 0, password, owner };
-            tree.restore_session(id, info);
-            i = r;
-        }
-        Ok((i, tree))
-    })();
-    match parsed {
-        Ok(([], tree)) => Ok(tree),
-        Ok((rest, _)) => Err(corrupt(body.len() - rest.len(), "trailing bytes")),
-        Err(_) => Err(corrupt(8, "snapshot body does not parse")),
     }
+    drop(ids);
+    tree.finish_restore();
+    // DataTree.deserialize ends with setupQuota: quota roots and stats come from the nodes.
+    tree.setup_quota();
+    let sessions = w.next(jute::int, "bad session table")?;
+    for _ in 0..sessions {
+        let (id, info) = w.next(session_record, "bad session record")?;
+        tree.restore_session(id, info);
+    }
+    w.finish()?;
+    Ok(tree)
 }
 
 #[cfg(test)]
@@ -387,6 +412,45 @@ mod tests {
         }
         assert_eq!(back.ephemerals_of(9), vec!["/a/b".to_string()]);
         assert_eq!(back.sessions(), t.sessions());
+    }
+
+    #[test]
+    fn a_snapshot_bigger_than_the_read_window_loads_record_by_record() {
+        // 20,000 provider nodes (several windows of records) and one node of 2.5 MiB (a record
+        // longer than the window): records cut by a window's end are read again whole.
+        let mut t = providers_tree(20_000);
+        let ctx = prep::PrepCtx { session: 0, ids: &[], ttl_enabled: true, enforce_quota: false };
+        let big = bytes::Bytes::from(vec![7u8; 5 << 19]);
+        let req = CreateRequest {
+            path: "/big".into(),
+            data: Some(big.clone()),
+            acl: Acl::open_unsafe(),
+            flags: 0,
+            ttl: None,
+        };
+        let op = prep::prepare(&t, &ctx, &MultiOp::Create(OpCode::Create, req));
+        t.apply(&Txn { zxid: 30_000, time: 5, session: 0, op }, &mut Vec::new());
+        let bytes = encode(&t);
+        assert!(bytes.len() > 3 << 20, "{}", bytes.len());
+        let back = read_bytes(&bytes);
+        assert_eq!(back.node_count(), t.node_count());
+        assert_eq!(back.data_size(), t.data_size());
+        assert_eq!(back.get("/big").unwrap().data.as_deref(), Some(&big[..]));
+        assert_eq!(back.last_zxid(), 30_000);
+        // A cut file, and one with a byte flipped deep inside: errors, never a partial tree.
+        let p = std::env::temp_dir().join(format!("zkr-snap-window-{}", std::process::id()));
+        std::fs::write(&p, &bytes[..bytes.len() - 100]).unwrap();
+        assert!(matches!(read(&p), Err(StorageError::Corrupt { .. })));
+        let mut bad = bytes.clone();
+        bad[2 << 20] ^= 0x40;
+        std::fs::write(&p, &bad).unwrap();
+        let err = read(&p).err().unwrap().to_string();
+        assert!(err.contains("fails its checksum"), "{err}");
+        let mut foreign = bytes;
+        foreign[0] = b'X';
+        std::fs::write(&p, &foreign).unwrap();
+        assert!(read(&p).err().unwrap().to_string().contains("not a zkr snapshot"));
+        let _ = std::fs::remove_file(&p);
     }
 
     /// The format-1 layout, as zkr wrote it before names were stored encoded.

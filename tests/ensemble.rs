@@ -339,6 +339,44 @@ async fn a_member_that_missed_compacted_log_catches_up_from_a_snapshot() {
     cl.shutdown().await;
 }
 
+/// ZooKeeper's snapCount counts txns. openraft's policy counted log entries, each a batch of up
+/// to 1,024 pipelined writes, so members under load snapshotted (and trimmed their logs) far
+/// less often than configured, and a wiped member replayed the whole log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn snapshots_follow_snap_count_in_txns_when_writes_are_batched() {
+    let mut cfgs = ensemble_configs(3);
+    for c in &mut cfgs {
+        c.snap_count = 200;
+    }
+    let cl = Cluster::start_with(cfgs).await;
+    let leader = cl.leader().await;
+    let c = client(&cl.addr(leader)).await;
+    c.create("/piped", b"", &persistent()).await.unwrap();
+    let mut tasks = Vec::new();
+    for i in 0..600 {
+        let c = c.clone();
+        tasks.push(tokio::spawn(
+            async move { c.create(&format!("/piped/n{i}"), b"x", &persistent()).await.map(|_| ()) },
+        ));
+    }
+    for t in tasks {
+        t.await.unwrap().unwrap();
+    }
+    // 601 txns, at most 200 between snapshots: every member has taken at least one.
+    for i in 0..3 {
+        let snap = cl.cfgs[i].data_dir.join("raft").join("snap");
+        common::eventually(&format!("member {i} took a snapshot"), || {
+            let snap = snap.clone();
+            async move {
+                std::fs::read_dir(&snap)
+                    .is_ok_and(|rd| rd.flatten().any(|e| e.file_name().to_string_lossy().ends_with(".meta")))
+            }
+        })
+        .await;
+    }
+    cl.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_leader_without_its_quorum_stops_serving_and_the_ensemble_recovers() {
     let mut cl = Cluster::start(3).await;
@@ -501,10 +539,13 @@ async fn reconfig_adds_and_removes_members_like_zookeeper() {
         assert_eq!(std::fs::read_to_string(&dynamic).unwrap(), servers.join("\n"), "member {id}");
         assert_eq!(&std::fs::read_to_string(path.with_file_name("zoo.cfg.bak")).unwrap(), original);
         let name = path.display().to_string();
-        let keys = zkr::config::parse_zoo_cfg(&now, &name).unwrap();
-        let back = zkr::raft::members::resolve(Some((&name, &keys)), Some(*id), None, path.parent().unwrap())
-            .unwrap()
-            .expect("an ensemble");
+        let file = zkr::config::ZooCfg { name: name.clone(), keys: zkr::config::parse_zoo_cfg(&now, &name).unwrap() };
+        let dynamic = zkr::config::dynamic_file(&file).unwrap().expect("its dynamic config file");
+        let dyn_keys = Some((dynamic.0.as_path(), (dynamic.1.name.as_str(), &dynamic.1.keys)));
+        let back =
+            zkr::raft::members::resolve(Some((&name, &file.keys)), dyn_keys, Some(*id), None, path.parent().unwrap())
+                .unwrap()
+                .expect("an ensemble");
         let listed: Vec<String> =
             back.members.iter().map(|(i, s)| format!("server.{i}={}", s.config_value())).collect();
         assert_eq!(listed, servers, "member {id} reads its rewritten files");

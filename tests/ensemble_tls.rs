@@ -150,7 +150,7 @@ async fn members_replicate_over_tls_and_a_client_sees_one_ensemble() {
 
     // The peer port speaks only TLS: a plaintext peer's hello and RPC get no answer (a
     // plaintext member would answer this seed probe, whoever asks).
-    use zkr::raft::network::{read_frame, write_frame, Hello, Kind, RpcRequest, RpcResponse};
+    use zkr::raft::wire::{read_frame, write_frame, Hello, Kind, RpcRequest, RpcResponse};
     let peer = cl.cfgs[0].ensemble.as_ref().unwrap().me().unwrap().peer_addr();
     let mut s = tokio::net::TcpStream::connect(&peer).await.unwrap();
     write_frame(&mut s, &Hello { from: 2, kind: Kind::Rpc }).await.unwrap();

@@ -8,8 +8,8 @@ mod zoo_cfg;
 
 use tls::{quorum_tls_from_file, tls_from_file, tls_settings, TlsFromFile};
 pub use tls::{ClientAuth, Origin, QuorumTlsSettings, StorePassword, StoreSettings, StoreType, TlsSettings, TlsStores};
+pub use zoo_cfg::{dynamic_file, parse_zoo_cfg, CfgKeys, ZooCfg};
 use zoo_cfg::{metrics_from_file, read_file};
-pub use zoo_cfg::{parse_zoo_cfg, CfgKeys, ZooCfg};
 
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
@@ -642,7 +642,12 @@ impl Config {
         let from_file = file.and_then(|f| f.keys.get("readonlymode.enabled")).is_some_and(|(v, _)| v == "true");
         c.read_only_enabled = args.readonlymode_enabled.unwrap_or(from_file || from_jvm_flags);
         let file_keys = file.map(|f| (f.name.as_str(), &f.keys));
-        c.ensemble = crate::raft::members::resolve(file_keys, args.id, args.peers.as_deref(), &c.data_dir)?;
+        let dynamic = match file {
+            Some(f) => zoo_cfg::dynamic_file(f)?,
+            None => None,
+        };
+        let dyn_keys = dynamic.as_ref().map(|(p, d)| (p.as_path(), (d.name.as_str(), &d.keys)));
+        c.ensemble = crate::raft::members::resolve(file_keys, dyn_keys, args.id, args.peers.as_deref(), &c.data_dir)?;
         if let (Some(_), Some(f)) = (&c.ensemble, file) {
             refuse_quorum_sasl(f)?;
             c.quorum_tls = quorum_tls_from_file(&f.name, &f.keys)?;

@@ -4,7 +4,7 @@
 use super::{ConfigError, PROMETHEUS_PROVIDER};
 use std::collections::BTreeMap;
 use std::net::IpAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// zoo.cfg keys with their values and line numbers.
 pub type CfgKeys = BTreeMap<String, (String, usize)>;
@@ -13,6 +13,22 @@ pub type CfgKeys = BTreeMap<String, (String, usize)>;
 pub struct ZooCfg {
     pub name: String,
     pub keys: CfgKeys,
+}
+
+/// The dynamic config file a zoo.cfg names (`dynamicConfigFile`, relative to the zoo.cfg's
+/// folder), read and parsed; its `server.N` lines are resolved with the others by raft::members.
+pub fn dynamic_file(f: &ZooCfg) -> Result<Option<(PathBuf, ZooCfg)>, ConfigError> {
+    let Some((v, line)) = f.keys.get("dynamicConfigFile") else { return Ok(None) };
+    let base = Path::new(&f.name).parent().unwrap_or(Path::new("."));
+    let path = if Path::new(v).is_absolute() { PathBuf::from(v) } else { base.join(v) };
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(&path).map_err(|e| ConfigError::Line {
+        file: f.name.clone(),
+        line: *line,
+        reason: format!("cannot read {name}: {e}"),
+    })?;
+    let keys = parse_zoo_cfg(&text, &name)?;
+    Ok(Some((path, ZooCfg { name, keys })))
 }
 
 /// Parses a zoo.cfg (Java properties as ZooKeeper writes them: `key=value`, `#` comments).

@@ -265,7 +265,7 @@ const CHECKED: u64 = u64::MAX - 1;
 /// Most commands in one batch.
 pub const BATCH_MAX_COMMANDS: usize = 1024;
 /// A batch stops growing at this many encoded bytes (one larger command still goes alone), so
-/// `max_payload_entries` entries stay well inside a peer frame (`network::MAX_FRAME`).
+/// `max_payload_entries` entries stay well inside a peer frame (`wire::MAX_FRAME`).
 pub const BATCH_MAX_BYTES: usize = 256 * 1024;
 
 impl Batch {

@@ -2,9 +2,9 @@
 //! `security::quorum_tls`). Everything above this module reads and writes frames on a
 //! [`PeerStream`] whichever it is.
 
-use super::network::{write_frame, Hello, Kind, PeerError};
 use super::timing::Timing;
 use super::types::MemberId;
+use super::wire::{write_frame, Hello, Kind, PeerError};
 use crate::security::quorum_tls::{self, QuorumTls};
 use rustls::pki_types::ServerName;
 use std::net::{IpAddr, SocketAddr};

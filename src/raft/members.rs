@@ -217,6 +217,7 @@ pub type FileKeys<'a> = (&'a str, &'a BTreeMap<String, (String, usize)>);
 /// servers, or a single participant with standaloneEnabled (as QuorumPeerConfig decides).
 pub fn resolve(
     file: Option<FileKeys>,
+    dynamic: Option<(&Path, FileKeys)>,
     id_flag: Option<u64>,
     peers_flag: Option<&str>,
     data_dir: &Path,
@@ -257,15 +258,9 @@ pub fn resolve(
         init_limit = ticks("initLimit", init_limit)?;
         sync_limit = ticks("syncLimit", sync_limit)?;
         servers = servers_of(keys, name)?;
-        if let Some((v, _)) = keys.get("dynamicConfigFile") {
-            let base = Path::new(name).parent().unwrap_or(Path::new("."));
-            let path = if Path::new(v).is_absolute() { PathBuf::from(v) } else { base.join(v) };
-            let dyn_name = path.display().to_string();
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| line_err("dynamicConfigFile", format!("cannot read {dyn_name}: {e}")))?;
-            let dyn_keys = crate::config::parse_zoo_cfg(&text, &dyn_name)
-                .map_err(|e| MembersError::File { file: dyn_name.clone(), reason: e.to_string() })?;
-            for (k, (_, line)) in &dyn_keys {
+        if let Some((path, (dyn_name, dyn_keys))) = dynamic {
+            let dyn_name = dyn_name.to_owned();
+            for (k, (_, line)) in dyn_keys {
                 if !k.starts_with("server.") && k != "version" {
                     return Err(MembersError::Line {
                         file: dyn_name.clone(),
@@ -274,7 +269,7 @@ pub fn resolve(
                     });
                 }
             }
-            let dynamic = servers_of(&dyn_keys, &dyn_name)?;
+            let dynamic = servers_of(dyn_keys, &dyn_name)?;
             if !servers.is_empty() && !dynamic.is_empty() {
                 return Err(line_err(
                     "dynamicConfigFile",
@@ -282,7 +277,7 @@ pub fn resolve(
                 ));
             }
             servers.extend(dynamic);
-            dynamic_file = Some(path);
+            dynamic_file = Some(path.to_owned());
         }
     }
     if let Some(p) = peers_flag {

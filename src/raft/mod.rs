@@ -7,10 +7,10 @@
 //!              └──────────── replies, watch events when this member applies ◄── prep + apply
 //! ```
 //! Modules: `members` (zoo.cfg's `server.N`, myid, `--peers`), `command` (the log entry),
-//! `types` (openraft's type config, zxids from log ids), `log_store` (the Raft log on disk),
+//! `types` (openraft's type config, zxids from log ids), `log_store` (the Raft log on disk), `log_cache` (its newest entries in memory),
 //! `log_repair` (cutting or setting aside damaged files at startup),
-//! `state_machine` (the bridge to the core, snapshots), `network` (peer frames and RPCs), `link`
-//! (plain or TLS peer connections),
+//! `state_machine` (the bridge to the core, snapshots), `wire` (peer frames and the messages they
+//! carry), `network` (openraft's RPCs over them), `link` (plain or TLS peer connections),
 //! `member` (the running member: peer listener, proposer, role watcher), `timing` (every
 //! timeout, from tickTime, initLimit and syncLimit), `amnesia` (a member that lost entries it
 //! may have acknowledged: no vote until caught up), `diverge` (a log that disagrees with the
@@ -22,6 +22,7 @@ pub mod command;
 pub mod config_file;
 pub mod diverge;
 pub mod link;
+mod log_cache;
 pub mod log_repair;
 pub mod log_store;
 pub mod member;
@@ -32,6 +33,7 @@ pub mod seed;
 pub mod state_machine;
 pub mod timing;
 pub mod types;
+pub mod wire;
 
 use crate::config::Config;
 use crate::server::core::replicated::{Inlet, Replicated};
@@ -164,7 +166,8 @@ pub fn raft_config(cfg: &Config, ens: &Ensemble) -> Result<openraft::Config, Str
         election_timeout_min: t.election_min.as_millis() as u64,
         election_timeout_max: t.election_max.as_millis() as u64,
         install_snapshot_timeout: t.catch_up.as_millis() as u64,
-        snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(cfg.snap_count),
+        // Snapshots follow snapCount in txns (`state_machine::SnapshotDue`), not in log entries.
+        snapshot_policy: openraft::SnapshotPolicy::Never,
         // Followers further behind than this catch up from a snapshot.
         max_in_snapshot_log_to_keep: cfg.snap_count.min(1000),
         // An entry is a batch of up to `BATCH_MAX_BYTES` (or one larger command): 64 of them

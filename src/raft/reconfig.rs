@@ -64,15 +64,7 @@ pub fn plan(
                 plan.remove.insert(*id);
             }
             for (id, spec) in wanted {
-                match now.get(&id) {
-                    Some(cur) if voters.contains(&id) != spec.observer && same_addresses(cur, &spec) => {}
-                    Some(_) => {
-                        plan.change.insert(id, spec);
-                    }
-                    None => {
-                        plan.add.insert(id, spec);
-                    }
-                }
+                plan.name(id, spec, &now, &voters);
             }
         }
         (true, _) => {
@@ -92,15 +84,7 @@ pub fn plan(
                     }
                     // Joining a server that is already a member changes its role or addresses
                     // (ZooKeeper's way: `reconfig -add server.5=…:participant` promotes observer 5).
-                    match now.get(&id) {
-                        Some(cur) if voters.contains(&id) != spec.observer && same_addresses(cur, &spec) => {}
-                        Some(_) => {
-                            plan.change.insert(id, spec);
-                        }
-                        None => {
-                            plan.add.insert(id, spec);
-                        }
-                    }
+                    plan.name(id, spec, &now, &voters);
                 }
             }
         }
@@ -112,6 +96,22 @@ pub fn plan(
         return Err(ErrorCode::BadArguments);
     }
     Ok(plan)
+}
+
+impl Plan {
+    /// Server `id` named with `spec` in the new configuration: added if it is not a member,
+    /// changed if its role or an address differs, nothing if it is the same.
+    fn name(&mut self, id: u64, spec: ServerSpec, now: &BTreeMap<u64, ServerSpec>, voters: &BTreeSet<u64>) {
+        match now.get(&id) {
+            Some(cur) if voters.contains(&id) != spec.observer && same_addresses(cur, &spec) => {}
+            Some(_) => {
+                self.change.insert(id, spec);
+            }
+            None => {
+                self.add.insert(id, spec);
+            }
+        }
+    }
 }
 
 fn same_addresses(a: &ServerSpec, b: &ServerSpec) -> bool {

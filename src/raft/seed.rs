@@ -25,26 +25,16 @@
 
 use super::log_store::{read_small, write_small};
 use super::members::Ensemble;
-use super::network::{self, Kind, RpcRequest, RpcResponse};
 use super::state_machine::meta_path;
 use super::types::{zxid_of, LogId, MemberId, Membership, SnapshotMeta, Vote};
+use super::wire::{self, Kind, RpcRequest, RpcResponse, SeedAnswer};
 use crate::config::Config;
 use crate::storage::StorageError;
 use crate::tree::DataTree;
 use crate::txn::{Txn, TxnOp};
-use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-/// A member's answer to a seed member's probe.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
-pub struct SeedAnswer {
-    /// No Raft state and not initializing: it now defers to the seed member.
-    pub empty: bool,
-    /// Its current term (0 when empty).
-    pub term: u64,
-}
 
 /// What a member knows about seeding: whether it defers to another member's seed, or holds a
 /// seed of its own not yet on a quorum. Kept in `MemberStatus`.
@@ -203,8 +193,8 @@ pub async fn probe(
 async fn ask(addr: &str, link: &crate::raft::link::Link) -> Option<SeedAnswer> {
     let exchange = async {
         let mut s = link.connect(addr, Kind::Rpc).await?;
-        network::write_frame(&mut s, &RpcRequest::SeedProbe).await?;
-        network::read_frame::<_, RpcResponse>(&mut s).await
+        wire::write_frame(&mut s, &RpcRequest::SeedProbe).await?;
+        wire::read_frame::<_, RpcResponse>(&mut s).await
     };
     match tokio::time::timeout(Duration::from_secs(3), exchange).await {
         Ok(Ok(RpcResponse::SeedProbe(a))) => Some(a),

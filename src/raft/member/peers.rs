@@ -42,7 +42,7 @@ pub async fn serve_peers(port: PeerPort, listener: TcpListener, shutdown: Cancel
                     return;
                 }
             };
-            let hello = tokio::time::timeout(link.timing.handshake, network::read_frame::<_, Hello>(&mut stream)).await;
+            let hello = tokio::time::timeout(link.timing.handshake, wire::read_frame::<_, Hello>(&mut stream)).await;
             let hello = match hello {
                 Ok(Ok(h)) => h,
                 Ok(Err(e)) => {
@@ -65,7 +65,7 @@ pub async fn serve_peers(port: PeerPort, listener: TcpListener, shutdown: Cancel
             };
             if let Err(e) = result {
                 match &e {
-                    network::PeerError::Io(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => {}
+                    wire::PeerError::Io(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => {}
                     _ => tracing::info!(%peer, from = hello.from, "peer connection closed: {e}"),
                 }
             }
@@ -88,7 +88,7 @@ pub(super) async fn serve_rpc(
     status: &Arc<MemberStatus>,
     link: &Link,
     log: &LogStore,
-) -> Result<(), network::PeerError> {
+) -> Result<(), wire::PeerError> {
     let mut replicated = false;
     let result = serve_rpc_frames(&mut s, from, raft, status, log, &mut replicated).await;
     drop(s);
@@ -128,7 +128,7 @@ pub(super) async fn peer_is_gone(addr: &str, link: &Link) -> bool {
             // No answer at all is a partition (or a paused host), not a death: the election
             // timeout decides, or a member cut off for half a second deposes a healthy leader at
             // every heal (found by the fault suite's moved-session nemesis).
-            Err(network::PeerError::Io(e)) if e.kind() == std::io::ErrorKind::TimedOut => return false,
+            Err(wire::PeerError::Io(e)) if e.kind() == std::io::ErrorKind::TimedOut => return false,
             Err(_) => return true,
             Ok(mut s) => {
                 let mut b = [0u8; 1];
@@ -148,9 +148,9 @@ pub(super) async fn serve_rpc_frames(
     status: &MemberStatus,
     log: &LogStore,
     replicated: &mut bool,
-) -> Result<(), network::PeerError> {
+) -> Result<(), wire::PeerError> {
     loop {
-        let req: RpcRequest = network::read_frame(&mut *s).await?;
+        let req: RpcRequest = wire::read_frame(&mut *s).await?;
         let probe = matches!(req, RpcRequest::SeedProbe | RpcRequest::StateProbe);
         if !probe && status.seed.lock().refuses(from, initialized(raft)) {
             // Waiting for a seed (or holding one not yet on a quorum): no other member may
@@ -227,7 +227,7 @@ pub(super) async fn serve_rpc_frames(
                 RpcResponse::Snapshot(raft.install_snapshot(r).await)
             }
         };
-        network::write_frame(&mut *s, &resp).await?;
+        wire::write_frame(&mut *s, &resp).await?;
     }
 }
 
@@ -271,7 +271,7 @@ pub(super) async fn serve_forward(
     submitter: &Submitter,
     core: &mpsc::Sender<CoreMsg>,
     timing: crate::raft::timing::Timing,
-) -> Result<(), network::PeerError> {
+) -> Result<(), wire::PeerError> {
     let (mut rd, mut wr) = link::split(s);
     let (tx, mut rx) = mpsc::channel::<ForwardReply>(FORWARD_QUEUE);
     let gone = CancellationToken::new();
@@ -279,7 +279,7 @@ pub(super) async fn serve_forward(
         let gone = gone.clone();
         async move {
             while let Some(r) = rx.recv().await {
-                match tokio::time::timeout(timing.election_max, network::write_frame(&mut wr, &r)).await {
+                match tokio::time::timeout(timing.election_max, wire::write_frame(&mut wr, &r)).await {
                     Ok(Ok(())) => {}
                     Ok(Err(_)) | Err(_) => break,
                 }
@@ -298,11 +298,11 @@ pub(super) async fn serve_forward(
     };
     let result = loop {
         let msg: ForwardMsg = tokio::select! {
-            _ = gone.cancelled() => break Err(network::PeerError::Io(std::io::Error::new(
+            _ = gone.cancelled() => break Err(wire::PeerError::Io(std::io::Error::new(
                 std::io::ErrorKind::TimedOut,
                 "the follower does not read its replies",
             ))),
-            m = network::read_frame(&mut rd) => match m {
+            m = wire::read_frame(&mut rd) => match m {
                 Ok(m) => m,
                 Err(e) => break Err(e),
             },

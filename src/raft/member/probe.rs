@@ -69,8 +69,8 @@ pub async fn probe_ensemble(
 async fn ask(link: &Link, addr: &str) -> Option<StateAnswer> {
     let exchange = async {
         let mut s = link.connect(addr, Kind::Rpc).await?;
-        network::write_frame(&mut s, &RpcRequest::StateProbe).await?;
-        network::read_frame::<_, RpcResponse>(&mut s).await
+        wire::write_frame(&mut s, &RpcRequest::StateProbe).await?;
+        wire::read_frame::<_, RpcResponse>(&mut s).await
     };
     match tokio::time::timeout(link.timing.connect, exchange).await {
         Ok(Ok(RpcResponse::StateProbe(a))) => Some(a),

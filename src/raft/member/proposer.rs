@@ -196,7 +196,7 @@ async fn write_forward(
             Some(t) = reports.recv() => ForwardMsg::Touch(t),
             m = frames.recv() => match m { Some(m) => m, None => return },
         };
-        let why = match tokio::time::timeout(wait, network::write_frame(&mut wr, &msg)).await {
+        let why = match tokio::time::timeout(wait, wire::write_frame(&mut wr, &msg)).await {
             Ok(Ok(())) => continue,
             Ok(Err(e)) => e.to_string(),
             Err(_) => format!("the leader took nothing for {} ms", wait.as_millis()),
@@ -345,7 +345,7 @@ pub(super) async fn read_replies(
     loop {
         let frame = tokio::select! {
             _ = shutdown.cancelled() => return,
-            f = network::read_frame::<_, ForwardReply>(&mut rd) => f,
+            f = wire::read_frame::<_, ForwardReply>(&mut rd) => f,
         };
         match frame {
             Ok(ForwardReply::Failed { seq }) => to_core(&core, ReplMsg::ProposalFailed { seq }).await,

@@ -83,5 +83,9 @@ async fn a_paused_leader_never_stalls_a_follower() {
         ens.log(f)
     );
     assert!(!expired.load(Ordering::Acquire), "the follower's client lost its session while the leader was stopped");
-    c.get_data("/p").await.expect("the session still serves");
+    if let Err(e) = c.get_data("/p").await {
+        let logs: Vec<String> =
+            (0..3).map(|i| format!("--- member {} (leader was {})\n{}", i + 1, l + 1, ens.log(i))).collect();
+        panic!("the session no longer serves: {e}\n{}", logs.join("\n"));
+    }
 }

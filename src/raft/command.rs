@@ -27,6 +27,7 @@
 //!          | 0xffffffffffffffff count:u32 (len:u32 command)*count
 //! ```
 
+use super::types::MemberId;
 use crate::proto::jute::{self, DecodeError, JuteWrite};
 use crate::proto::{Id, OpCode, Request, RequestBody, PASSWORD_LEN};
 use crate::txn::SessionId;
@@ -249,7 +250,12 @@ pub type LatestCheck = std::sync::Arc<parking_lot::Mutex<Option<AppliedCheck>>>;
 /// The prep rules of this code: a member applies entries made under versions it prepares alike
 /// (`prepares_alike`) and stops on any other (a rolling upgrade must not mix two members'
 /// notions of what a request does).
-pub const PREP_VERSION: u32 = 1;
+/// Version 2: a leader's own decisions (session expiries and reaps, seq 0) apply only in an
+/// entry of the leadership that made them (`Command::decided_by_another_leader`).
+pub const PREP_VERSION: u32 = 2;
+
+/// The first version whose leaders' own decisions are checked against the entry's leader.
+const OWN_DECISIONS_CHECKED: u32 = 2;
 
 /// True if this code prepares entries of `version` exactly as their leader did: 0 marks
 /// entries from before versions were logged, prepared by the same rules as version 1.
@@ -267,6 +273,19 @@ pub const BATCH_MAX_COMMANDS: usize = 1024;
 /// A batch stops growing at this many encoded bytes (one larger command still goes alone), so
 /// `max_payload_entries` entries stay well inside a peer frame (`wire::MAX_FRAME`).
 pub const BATCH_MAX_BYTES: usize = 256 * 1024;
+
+impl Command {
+    /// True for a leader's own decision (an expiry or a reap: nobody waits for it, seq 0) that
+    /// reached the log through another leader, `entry_leader`, in a batch of `version`: it was
+    /// made under a leadership that is over and is not applied (on every member alike). A leader
+    /// paused past its sessions' timeouts, once resumed, still runs a tick as leader before it
+    /// learns it was deposed and expires every session whose reports it slept through; forwarded
+    /// to the new leader, those expiries closed live sessions. ZooKeeper's expiries come from the
+    /// leader's SessionTracker alone and die with its epoch.
+    pub fn decided_by_another_leader(&self, version: u32, entry_leader: MemberId) -> bool {
+        version >= OWN_DECISIONS_CHECKED && self.origin.seq == 0 && self.origin.member != entry_leader
+    }
+}
 
 impl Batch {
     /// A batch made by this code's leader.

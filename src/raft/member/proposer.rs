@@ -260,6 +260,12 @@ pub async fn propose(
             }
             continue;
         }
+        if matches!(&p, Proposal::Command(c) if c.origin.seq == 0) {
+            // This member's own expiry or reap, decided while it led: no other leader may carry
+            // it out (see `Command::decided_by_another_leader`, which the log enforces too).
+            tracing::info!("an expiry or reap decided as leader, after leadership moved: dropped");
+            continue;
+        }
         let Some(leader) = leader else {
             refuse(&core, p).await;
             continue;

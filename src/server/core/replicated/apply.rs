@@ -17,7 +17,17 @@ impl Core {
                         self.stop_member(why, start_over);
                         return;
                     }
+                    let entry_leader = e.log_id.leader_id.node_id;
                     for cmd in batch.cmds {
+                        if cmd.decided_by_another_leader(batch.version, entry_leader) {
+                            tracing::warn!(
+                                session = format!("0x{:x}", cmd.session),
+                                decided_by = cmd.origin.member,
+                                entry_leader,
+                                "a deposed leader's expiry or reap reached the log through another leader: not applied"
+                            );
+                            continue;
+                        }
                         let zxid = next_zxid(self.tree.last_zxid(), &e.log_id);
                         if self.apply_command(zxid, cmd) {
                             self.advance_zxid(zxid);

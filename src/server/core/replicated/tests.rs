@@ -107,10 +107,15 @@ impl Member {
 
     /// Applies the log's entries (batches) this member has not applied yet.
     fn apply_batches(&mut self, log: &[Batch], upto: usize) {
-        let leader = CommittedLeaderId::new(1, 1);
+        let leaders = vec![CommittedLeaderId::new(1, 1); log.len()];
+        self.apply_led(log, &leaders, upto);
+    }
+
+    /// The same, each entry appended by the leader of the same position in `leaders`.
+    fn apply_led(&mut self, log: &[Batch], leaders: &[CommittedLeaderId<u64>], upto: usize) {
         let entries: Vec<Committed> = (self.applied..upto)
             .map(|i| Committed {
-                log_id: LogId::new(leader, i as u64 + 2),
+                log_id: LogId::new(leaders[i], i as u64 + 2),
                 payload: CommittedPayload::Commands(log[i].clone()),
             })
             .collect();
@@ -176,6 +181,53 @@ fn a_member_that_has_not_applied_a_session_yet_never_calls_it_expired() {
     m2.apply_up_to(&log, log.len());
     assert_eq!(c3.connected().expect("answered").session_id, 0, "an unknown session is expired");
     assert!(c3.closed());
+}
+
+/// A leader paused past its sessions' timeouts, once resumed, runs a tick as leader before it
+/// learns it was deposed, and expires the sessions whose reports it slept through; that expiry,
+/// forwarded to the new leader, closed a live session (seen once in 16 runs of
+/// `a_paused_leader_never_stalls_a_follower`). An expiry applies only in an entry of the
+/// leadership that decided it, on every member alike; entries of older prep rules as before.
+#[test]
+fn a_deposed_leaders_expiry_committed_by_the_next_leader_never_closes_a_session() {
+    let (mut m1, mut m2) = (member(1), member(2));
+    let mut log: Vec<Batch> = Vec::new();
+    let mut leaders = Vec::new();
+    let mut c = m2.connect(10, 0, Vec::new());
+    for cmd in m2.proposed() {
+        log.push(Batch::new(vec![cmd], None));
+        leaders.push(CommittedLeaderId::new(1, 1));
+    }
+    m1.apply_led(&log, &leaders, log.len());
+    m2.apply_led(&log, &leaders, log.len());
+    let sid = c.connected().expect("session created").session_id;
+    let expiry =
+        |by: u64| Command { origin: Origin { member: by, seq: 0 }, time: 1, session: sid, op: CommandOp::CloseSession };
+    // Member 1's expiry, decided as leader of term 1, reaches the log through member 2, leader of term 2.
+    log.push(Batch::new(vec![expiry(1)], None));
+    leaders.push(CommittedLeaderId::new(2, 2));
+    for m in [&mut m1, &mut m2] {
+        m.apply_led(&log, &leaders, log.len());
+        assert!(m.core.tree.sessions().contains_key(&sid), "a deposed leader's expiry closed a live session");
+    }
+    assert!(!c.closed(), "the client keeps its connection");
+    // The same expiry in an entry of an older leader's code (prep rules 1) applies as it did.
+    let mut old = Batch::new(vec![expiry(1)], None);
+    old.version = 1;
+    let (mut m3, mut l3) = (log.clone(), leaders.clone());
+    m3.push(old);
+    l3.push(CommittedLeaderId::new(2, 2));
+    let mut fresh = member(3);
+    fresh.apply_led(&m3, &l3, m3.len());
+    assert!(!fresh.core.tree.sessions().contains_key(&sid), "prep rules 1 apply every expiry");
+    // The new leader's own expiry closes it.
+    log.push(Batch::new(vec![expiry(2)], None));
+    leaders.push(CommittedLeaderId::new(2, 2));
+    for m in [&mut m1, &mut m2] {
+        m.apply_led(&log, &leaders, log.len());
+        assert!(!m.core.tree.sessions().contains_key(&sid), "the leader's own expiry applies");
+    }
+    assert!(c.closed());
 }
 
 /// A write still on its way from the member the client left (queued at a follower whose link

@@ -85,6 +85,10 @@ where
     if let Some(word) = four_letter::recognise(&first) {
         ctx.ops.stats.packet_received(cs, 4);
         four_letter::answer(word, wr, &ctx.ops).await;
+        // Answered, the connection leaves `cons` at once, as ZooKeeper closes a four-letter
+        // word's connection once it has written the answer: a `cons` right after a `stat` listed
+        // the `stat` connection while its client's close was still on its way.
+        ctx.ops.stats.conn_closed(id);
         // Read what the client still sends (the word's newline) until it closes: closing a
         // socket with unread input sends a reset, which can destroy the answer in flight.
         let mut sink = [0u8; 256];

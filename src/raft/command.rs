@@ -27,7 +27,6 @@
 //!          | 0xffffffffffffffff count:u32 (len:u32 command)*count
 //! ```
 
-use super::types::MemberId;
 use crate::proto::jute::{self, DecodeError, JuteWrite};
 use crate::proto::{Id, OpCode, Request, RequestBody, PASSWORD_LEN};
 use crate::txn::SessionId;
@@ -282,7 +281,7 @@ impl Command {
     /// learns it was deposed and expires every session whose reports it slept through; forwarded
     /// to the new leader, those expiries closed live sessions. ZooKeeper's expiries come from the
     /// leader's SessionTracker alone and die with its epoch.
-    pub fn decided_by_another_leader(&self, version: u32, entry_leader: MemberId) -> bool {
+    pub fn decided_by_another_leader(&self, version: u32, entry_leader: u64) -> bool {
         version >= OWN_DECISIONS_CHECKED && self.origin.seq == 0 && self.origin.member != entry_leader
     }
 }

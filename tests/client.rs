@@ -1,6 +1,6 @@
 //! Integration tests through a real third-party client, the `zookeeper-client` crate.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 use zookeeper_client as zk;

@@ -2,7 +2,7 @@
 //! (the `zookeeper-client` crate) with a live ephemeral provider, read back through
 //! `zkr::dubbo::web` both directly and through its axum router.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -1,8 +1,8 @@
 //! Durability: nothing acknowledged is lost across clean restarts, SIGKILL, torn log tails,
 //! and snapshots; sessions and their ephemerals survive a restart.
 
-mod common;
-mod durable;
+use crate::common;
+use crate::durable;
 
 use common::Raw;
 use durable::{create, get, refused_startup, spawn};
@@ -118,7 +118,7 @@ async fn present(c: &mut Raw, paths: &[String]) -> Vec<bool> {
 /// while a snapshot is being written: --snap-count 30), restart, and check that every
 /// acknowledged change is there and no multi is half applied. `ZKR_CRASH_ROUNDS` (default 20)
 /// sets the number of kills; the long form is `ZKR_CRASH_ROUNDS=500 cargo test --release
-/// --test durability crash_loop`.
+/// --test integration durability::crash_loop`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crash_loop_loses_no_acknowledged_write() {
     let rounds: usize = std::env::var("ZKR_CRASH_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(20);

@@ -3,7 +3,7 @@
 //! (shutdown, then start on the same data directory); kill -9 and cut links are in the
 //! multi-process suites.
 
-mod common;
+use crate::common;
 
 use common::cluster::*;
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! between. Each test is named after the guarantee it proves; the same schedules run with
 //! kill -9 and real clients in the fault suite (tests/faults: lose-acked-log, lose-acked-wipe).
 
-mod common;
+use crate::common;
 
 use common::cluster::*;
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! real client. Members whose certificate the others cannot trust, or which names another
 //! host, stay out; `portUnification` lets plaintext and TLS members form one ensemble.
 
-mod common;
+use crate::common;
 
 use common::cluster::*;
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair, SanType};

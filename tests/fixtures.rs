@@ -5,7 +5,7 @@
 //! 2. Each single-connection exchange is replayed against a fresh zkr, and every reply must match
 //!    the recorded one field by field (times, session ids and passwords normalised).
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

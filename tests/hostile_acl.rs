@@ -3,7 +3,7 @@
 //! one-shot watch set before the ACL changed, tells nothing about a node the session may not
 //! read. Found by the ACL matrix (tests/interop/hostile/) against Debian's ZooKeeper.
 
-mod common;
+use crate::common;
 
 use common::Raw;
 use zkr::proto::{Acl, CreateRequest, Id, OpCode, Request, RequestBody};

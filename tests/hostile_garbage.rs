@@ -11,7 +11,7 @@
 //! pages; a leak of thousands of connections' buffers would be far more). The seed is printed and
 //! can be replayed with ZKR_GARBAGE_SEED.
 
-mod common;
+use crate::common;
 
 use common::new_session;
 use common::zkr_proc::ZkrProc;

@@ -6,7 +6,7 @@
 //! socket would stay open, pipelined creates behind unread replies would be applied, an
 //! oversize frame would be waited for, and the slow consumer would never be disconnected.
 
-mod common;
+use crate::common;
 
 use common::zkr_proc::ZkrProc;
 use common::{new_session, Raw};

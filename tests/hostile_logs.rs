@@ -3,7 +3,7 @@
 //! authentications and a re-attach with a wrong password, and its whole log must contain no
 //! password and no digest hash.
 
-mod common;
+use crate::common;
 
 use common::zkr_proc::ZkrProc;
 use std::time::Duration;

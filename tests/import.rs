@@ -57,7 +57,7 @@ fn import_refuses_a_used_data_directory_and_a_missing_source() {
     assert!(matches!(zkr::import::load(&out.join("nothing"), None), Err(zkr::import::ImportError::Empty(_))));
 }
 
-mod common;
+use crate::common;
 
 /// Clients of the old ZooKeeper keep their (session id, password) and re-attach to zkr after a
 /// migration; ZooKeeper-derived passwords are accepted only for sessions that were imported.

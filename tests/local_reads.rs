@@ -3,7 +3,7 @@
 //! acknowledged before it was sent, and a watch event comes before any reply showing its change.
 //! Each test races the two paths many times over pipelined raw frames.
 
-mod common;
+use crate::common;
 
 use common::Raw;
 use zkr::proto::{Acl, CreateRequest, OpCode, Request, RequestBody, Response};

@@ -2,8 +2,8 @@
 //! log stops startup and changes nothing, `zkr repair-log` cuts it keeping a copy, a torn tail
 //! is cut keeping a copy, and an unfinished snapshot is removed.
 
-mod common;
-mod durable;
+use crate::common;
+use crate::durable;
 
 use common::Raw;
 use durable::{create, get, refused_startup, repair_log, spawn, wait_for_log};

@@ -2,7 +2,7 @@
 //! the AdminServer (JSON commands, /metrics). The side-by-side comparison with ZooKeeper and the
 //! real parsers (go-zookeeper, zktop, collectd, prometheus_client) are in tests/interop/ops/.
 
-mod common;
+use crate::common;
 
 use common::Raw;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -1,7 +1,7 @@
 //! Wire-level tests with hand-made frames: what real clients rarely send, and the exact bytes
 //! and ordering ZooKeeper guarantees.
 
-mod common;
+use crate::common;
 
 use common::{new_session, Raw};
 use std::time::Duration;

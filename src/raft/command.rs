@@ -13,7 +13,11 @@
 //!          | 3 Request flags:u8 ids:vector<Id> request:buffer        (RequestHeader with xid 0 + record)
 //! flags   := bit 0 ttlEnabled | bit 1 enforceQuota
 //!          | 4 Reap path:ustring                                      (empty container / expired TTL node)
-//!          | 5 Attach timeout:i32 password:16 bytes                  (a client re-attaches its session here)
+//!          | 5 Attach timeout:i32 password:16 bytes                  (a client re-attaches its session here;
+//!                                                                     logged before prep rules 3)
+//!          | 6 Attach timeout:i32 password:16 bytes seen_member:u64 seen_seq:u64
+//!                                                                    (the same, with the session's owner
+//!                                                                     as the proposer knew it)
 //! ```
 //! (big-endian integers; strings, buffers and vectors as in jute)
 //!
@@ -81,6 +85,10 @@ pub enum CommandOp {
     Attach {
         timeout_ms: i32,
         password: [u8; PASSWORD_LEN],
+        /// The session's owner (member, seq) as the proposer had applied it, (0, 0) if it knew
+        /// no owner: a re-attach it had not applied meanwhile makes this one stale
+        /// (`SessionOwner::admits_attach`). `None` in entries of prep rules before 3.
+        seen: Option<Origin>,
     },
 }
 
@@ -113,10 +121,14 @@ impl Command {
                 b.put_u8(4);
                 b.put_ustring(path);
             }
-            CommandOp::Attach { timeout_ms, password } => {
-                b.put_u8(5);
+            CommandOp::Attach { timeout_ms, password, seen } => {
+                b.put_u8(if seen.is_some() { 6 } else { 5 });
                 b.put_i32(*timeout_ms);
                 b.put_slice(password);
+                if let Some(o) = seen {
+                    b.put_u64(o.member);
+                    b.put_u64(o.seq);
+                }
             }
         }
     }
@@ -140,7 +152,8 @@ impl Command {
             }
         }
         48 + match &self.op {
-            CommandOp::CreateSession { .. } | CommandOp::CloseSession | CommandOp::Attach { .. } => 24,
+            CommandOp::CreateSession { .. } | CommandOp::CloseSession => 24,
+            CommandOp::Attach { .. } => 40,
             CommandOp::Reap { path } => path.len(),
             CommandOp::Request { ids, body, .. } => {
                 ids.iter().map(|i| 8 + i.scheme.len() + i.id.len()).sum::<usize>()
@@ -178,7 +191,14 @@ impl Command {
                 }
                 5 => {
                     let (i, (timeout_ms, password)) = timeout_and_password(i)?;
-                    (i, CommandOp::Attach { timeout_ms, password })
+                    (i, CommandOp::Attach { timeout_ms, password, seen: None })
+                }
+                6 => {
+                    let (i, (timeout_ms, password)) = timeout_and_password(i)?;
+                    let (i, member) = jute::long(i)?;
+                    let (i, seq) = jute::long(i)?;
+                    let seen = Some(Origin { member: member as u64, seq: seq as u64 });
+                    (i, CommandOp::Attach { timeout_ms, password, seen })
                 }
                 2 => (i, CommandOp::CloseSession),
                 3 => {
@@ -251,7 +271,9 @@ pub type LatestCheck = std::sync::Arc<parking_lot::Mutex<Option<AppliedCheck>>>;
 /// notions of what a request does).
 /// Version 2: a leader's own decisions (session expiries and reaps, seq 0) apply only in an
 /// entry of the leadership that made them (`Command::decided_by_another_leader`).
-pub const PREP_VERSION: u32 = 2;
+/// Version 3: a re-attach names the session's owner as its proposer knew it, and is refused if
+/// another re-attach moved the session since (`SessionOwner::admits_attach`).
+pub const PREP_VERSION: u32 = 3;
 
 /// The first version whose leaders' own decisions are checked against the entry's leader.
 const OWN_DECISIONS_CHECKED: u32 = 2;
@@ -328,7 +350,13 @@ impl Batch {
                     }
                     _ => return Err(bad()),
                 };
-                Ok(Batch { cmds: commands(rest)?, version, check })
+                match commands(rest) {
+                    Ok(cmds) => Ok(Batch { cmds, version, check }),
+                    // Commands of newer prep rules this code cannot read: the batch is refused
+                    // for its version (`prepares_alike`) with a clear reason, not as damage.
+                    Err(_) if !prepares_alike(version) => Ok(Batch { cmds: Vec::new(), version, check }),
+                    Err(e) => Err(e),
+                }
             }
             // Written before checks: a count and commands, or one bare command.
             Some(MANY) => Ok(Batch { cmds: commands(&bytes[8..])?, version: 0, check: None }),
@@ -470,7 +498,17 @@ mod tests {
             origin: o,
             time: 5,
             session: 9,
-            op: CommandOp::Attach { timeout_ms: 6000, password: [1; 16] },
+            op: CommandOp::Attach { timeout_ms: 6000, password: [1; 16], seen: None },
+        });
+        round_trip(Command {
+            origin: o,
+            time: 5,
+            session: 9,
+            op: CommandOp::Attach {
+                timeout_ms: 6000,
+                password: [1; 16],
+                seen: Some(Origin { member: 3, seq: 1 << 41 }),
+            },
         });
         round_trip(Command {
             origin: Origin::default(),
@@ -568,5 +606,21 @@ mod tests {
         let mut b = Batch::new(vec![cmd(1, "/a"), cmd(2, "/b")], check).to_bytes();
         b.push(0);
         assert!(Batch::decode(&b).is_err());
+    }
+
+    /// A rolling upgrade: an entry of newer prep rules holding an op this code cannot read is
+    /// read as a batch of that version (refused for it, with its reason), never as damage.
+    #[test]
+    fn an_unreadable_command_of_newer_prep_rules_reads_as_a_batch_refused_for_its_version() {
+        let mut newer = Batch::new(vec![cmd(1, "/a")], None);
+        newer.version = PREP_VERSION + 1;
+        let mut b = newer.to_bytes();
+        let op_at = b.len() - (4 + "/a".len()) - 1; // the Reap's tag, before its ustring
+        b[op_at] = 0x7f;
+        let back = Batch::decode(&b).unwrap();
+        assert_eq!((back.version, back.cmds.len()), (PREP_VERSION + 1, 0));
+        let mut same = Batch::new(vec![cmd(1, "/a")], None).to_bytes();
+        same[op_at] = 0x7f;
+        assert!(Batch::decode(&same).is_err(), "an unreadable command of this code's rules is damage");
     }
 }

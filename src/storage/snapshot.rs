@@ -16,7 +16,7 @@
 //!           instead of parent and name.
 //! session   id i64 | timeout i32 | flags u8 (bit 0: imported from ZooKeeper, password derived its way;
 //!           bit 1: an ensemble session, its 16-byte password follows; bit 2: its owner follows,
-//!           member u64 | seq u64, after the password)
+//!           member u64 | seq u64, after the password; bit 3: that owner was set by a re-attach)
 //! ```
 //! The crc32 covers every byte before it. A snapshot is an exact image of the tree at its zxid:
 //! the core hands a copy of the tree (node payloads are shared, not copied) to a background
@@ -141,7 +141,13 @@ pub fn encode_to(tree: &DataTree, out: &mut impl Write) -> std::io::Result<()> {
     for (id, info) in tree.sessions() {
         b.put_i64(*id);
         b.put_i32(info.timeout_ms);
-        b.put_u8(info.zk_password as u8 | (info.password.is_some() as u8) << 1 | (info.owner.is_some() as u8) << 2);
+        let by_attach = info.owner.is_some_and(|o| o.by_attach);
+        b.put_u8(
+            info.zk_password as u8
+                | (info.password.is_some() as u8) << 1
+                | (info.owner.is_some() as u8) << 2
+                | (by_attach as u8) << 3,
+        );
         if let Some(p) = &info.password {
             b.put_slice(p);
         }
@@ -274,7 +280,7 @@ fn session_record(i: &[u8]) -> jute::JResult<'_, (i64, SessionInfo)> {
     let (r, owner) = if flags & 4 != 0 {
         let (r, member) = jute::long(r)?;
         let (r, seq) = jute::long(r)?;
-        (r, Some(SessionOwner { member: member as u64, seq: seq as u64 }))
+        (r, Some(SessionOwner { member: member as u64, seq: seq as u64, by_attach: flags & 8 != 0 }))
     } else {
         (r, None)
     };
@@ -391,7 +397,7 @@ mod tests {
             &Txn { zxid: 1, time: 1, session: 10, op: TxnOp::CreateSession { timeout_ms: 5000, password: None } },
             &mut Vec::new(),
         );
-        assert!(t.set_owner(9, crate::tree::SessionOwner { member: 3, seq: 1 << 41 }));
+        assert!(t.set_owner(9, crate::tree::SessionOwner { member: 3, seq: 1 << 41, by_attach: true }));
         for (z, (p, flags)) in [("/a", 0), ("/a/b", 1), ("/c", 4), ("/a/s", 2)].into_iter().enumerate() {
             let req = CreateRequest {
                 path: p.into(),

@@ -81,6 +81,9 @@ pub struct SessionInfo {
 pub struct SessionOwner {
     pub member: u64,
     pub seq: u64,
+    /// Set by a re-attach (not by the session's creation): an attach proposed by a member that
+    /// had not applied this one is stale (see `admits_attach`).
+    pub by_attach: bool,
 }
 
 impl SessionOwner {
@@ -90,6 +93,17 @@ impl SessionOwner {
     /// that no longer owns the session.
     pub fn accepts(&self, member: u64, seq: u64) -> bool {
         member == self.member && seq > self.seq
+    }
+
+    /// True if a re-attach proposed by `member` as its proposal `seq`, when that member knew the
+    /// session's owner as `seen` (`(0, 0)`: it did not know the session), may move the session:
+    /// no re-attach it had not applied moved the session since, unless that one was its own
+    /// earlier one. A re-attach still queued at a member the client gave up on, applied after
+    /// the client re-attached elsewhere, would otherwise take the session back and close the
+    /// client's live connection. ZooKeeper never meets this: a follower drops what it queued for
+    /// a leader that is gone, where zkr's proposals may outlive a leader change.
+    pub fn admits_attach(&self, member: u64, seq: u64, seen: (u64, u64)) -> bool {
+        !self.by_attach || (self.member, self.seq) == seen || (member == self.member && seq > self.seq)
     }
 }
 

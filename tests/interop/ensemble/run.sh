@@ -375,6 +375,8 @@ if [[ " ${ENSEMBLE_SIDES:-zkr zookeeper} " == *" zkr "* ]]; then
     for mode in keep drop; do
         t0=$SECONDS
         echo "== zkr, $mode: 3 members$([ $mode = keep ] && echo ', zkr.keepClientsOnLeaderLoss=true')"
+        # the programs' member logs stay for the comparison's diagnosis below
+        [ -d "$WORK/zkr-programs" ] || mv "$WORK/zkr" "$WORK/zkr-programs"
         rm -rf "${WORK:?}/zkr"
         KEEP_CLIENTS=$([ $mode = keep ] && echo 1)
         start_side zkr
@@ -387,6 +389,20 @@ if [[ " ${ENSEMBLE_SIDES:-zkr zookeeper} " == *" zkr "* ]]; then
 fi
 
 # ---------------------------------------------------------------- ZooKeeper vs zkr
+# explain_zkr PROGRAM: what zkr's members did while PROGRAM ran (roles, connections closed or
+# refused, sessions moved, forward streams), beside the program's own account on stderr.
+explain_zkr() {
+    local logs="$WORK/zkr-programs" i
+    [ -d "$logs" ] || logs="$WORK/zkr"
+    echo "--- $1 on zkr: the program's stderr"
+    cut -c1-300 "$WORK/$1.zkr.err" 2>/dev/null | grep -v '^\s*at ' | tail -n 30 | sed 's/^/    /'
+    for i in 1 2 3; do
+        echo "--- zkr member $i: roles, closed and refused connections, moved sessions"
+        grep -hE 'ensemble role|refusing|closing|re-attached elsewhere|moved|forward stream|without a quorum|leader is gone|expired|election' \
+            "$logs/m$i.log" 2>/dev/null | grep -v 'openraft::' | cut -c1-260 | tail -n 40 | sed 's/^/    /'
+    done
+}
+
 MATRIX_TSV="$INTEROP/.work/matrix/ensemble.tsv"
 mkdir -p "$(dirname "$MATRIX_TSV")"
 : >"$MATRIX_TSV"
@@ -404,6 +420,7 @@ for PROG in "${PROGRAMS[@]}"; do
     else
         fail "$PROG" "transcripts differ (- ZooKeeper, + zkr):"
         sed 's/^/    /' "$WORK/$PROG.diff"
+        explain_zkr "$PROG"
         cmp=1
     fi
     case $PROG in

@@ -112,7 +112,8 @@ impl Core {
         match cmd.op {
             CommandOp::CreateSession { timeout_ms, password } => {
                 self.apply_txn(&txn(TxnOp::CreateSession { timeout_ms, password: Some(password) }));
-                self.tree.set_owner(sid, SessionOwner { member: cmd.origin.member, seq: cmd.origin.seq });
+                let owner = SessionOwner { member: cmd.origin.member, seq: cmd.origin.seq, by_attach: false };
+                self.tree.set_owner(sid, owner);
                 self.sessions.entry(sid).or_insert(Session { timeout_ms, conn: None, ids: Vec::new() });
                 if self.repl.as_ref().is_some_and(|r| r.role == Role::Leader) {
                     self.expiry.touch(sid, self.now_ms(), timeout_ms as u64);
@@ -196,9 +197,9 @@ impl Core {
                     r.reaping.remove(&path);
                 }
             }
-            CommandOp::Attach { timeout_ms, password } => {
+            CommandOp::Attach { timeout_ms, password, seen } => {
                 // Not a txn: no zxid, as ZooKeeper's revalidation of a session makes none.
-                self.apply_attach(cmd.origin, sid, timeout_ms, &password, waiting);
+                self.apply_attach(cmd.origin, sid, timeout_ms, &password, seen, waiting);
                 return false;
             }
         }
@@ -216,11 +217,32 @@ impl Core {
         sid: SessionId,
         timeout_ms: i32,
         password: &[u8; crate::proto::PASSWORD_LEN],
+        seen: Option<crate::raft::command::Origin>,
         waiting: Option<Waiting>,
     ) {
+        let stale = seen.is_some_and(|s| {
+            let owner = self.tree.sessions().get(&sid).and_then(|i| i.owner);
+            owner.is_some_and(|o| !o.admits_attach(origin.member, origin.seq, (s.member, s.seq)))
+        });
+        if stale {
+            // Another re-attach moved the session after this one was proposed (the client gave
+            // up on this member and went elsewhere): the session stays where it is. If the
+            // client still waits here, it is closed without an answer and tries again; its next
+            // attach names the owner this member now knows.
+            tracing::info!(
+                session = format!("0x{sid:x}"),
+                from = origin.member,
+                "re-attach overtaken by a newer one elsewhere: not applied"
+            );
+            if let Some(Waiting::Attach { conn, .. }) = waiting {
+                self.close_conn(conn);
+            }
+            return;
+        }
         let moved = match self.tree.sessions().get(&sid) {
             Some(info) if attach_allowed(sid, info, password) => {
-                self.tree.set_owner(sid, SessionOwner { member: origin.member, seq: origin.seq })
+                let owner = SessionOwner { member: origin.member, seq: origin.seq, by_attach: true };
+                self.tree.set_owner(sid, owner)
             }
             _ => false,
         };

@@ -448,7 +448,10 @@ impl Core {
             fixed.copy_from_slice(p);
         }
         let w = Waiting::Attach { conn, timeout, ids, password };
-        self.propose(sid, CommandOp::Attach { timeout_ms: timeout, password: fixed }, Some(w));
+        let known = self.tree.sessions().get(&sid).and_then(|s| s.owner);
+        let seen = known.map_or(Origin::default(), |o| Origin { member: o.member, seq: o.seq });
+        let op = CommandOp::Attach { timeout_ms: timeout, password: fixed, seen: Some(seen) };
+        self.propose(sid, op, Some(w));
     }
 
     pub(super) fn propose_request(&mut self, conn: ConnId, sid: SessionId, xid: i32, op: OpCode, body: RequestBody) {

@@ -277,6 +277,68 @@ fn a_write_from_where_the_session_was_before_it_moved_is_refused_with_session_mo
     }
 }
 
+/// A re-attach still queued at a member the client gave up on reaches the log after the
+/// client re-attached elsewhere: it must not take the session back (that closed the client's
+/// live connection, an extra Disconnected the ensemble suite saw once). A member that had not
+/// applied the newer re-attach when its client came is bounced once, and its retry attaches.
+#[test]
+fn a_reattach_overtaken_by_a_newer_one_elsewhere_never_takes_the_session_back() {
+    let (mut m1, mut m2, mut m3) = (member(1), member(2), member(3));
+    let mut log = Vec::new();
+    let mut c = m1.connect(10, 0, Vec::new());
+    log.extend(m1.proposed());
+    for m in [&mut m1, &mut m2, &mut m3] {
+        m.apply_up_to(&log, log.len());
+    }
+    let session = c.connected().expect("session created");
+    let (sid, pw) = (session.session_id, session.password.clone());
+
+    // The client tries member 2, whose attach is held on its way to the leader; it gives up
+    // and re-attaches on member 3, which gets through first.
+    let mut c2 = m2.connect(20, sid, pw.clone());
+    let held = m2.proposed();
+    assert_eq!(held.len(), 1);
+    let mut c3 = m3.connect(30, sid, pw.clone());
+    log.extend(m3.proposed());
+    for m in [&mut m1, &mut m2, &mut m3] {
+        m.apply_up_to(&log, log.len());
+    }
+    assert_eq!(c3.connected().expect("re-attached on 3").session_id, sid);
+    assert!(c.closed(), "the connection on member 1 is stale now");
+
+    // The held attach arrives: the session stays on member 3.
+    log.extend(held);
+    for m in [&mut m1, &mut m2, &mut m3] {
+        m.apply_up_to(&log, log.len());
+        let owner = m.core.tree.sessions()[&sid].owner.expect("owned");
+        assert_eq!(owner.member, 3, "an overtaken re-attach took the session back");
+    }
+    assert!(!c3.closed(), "the client's live connection on member 3 was closed");
+    assert!(c2.closed(), "the overtaken attempt is closed");
+    m3.request(&c3, 1, OpCode::Create, create("/after"));
+    log.extend(m3.proposed());
+    m3.apply_up_to(&log, log.len());
+    assert!(m3.core.tree.get("/after").is_some(), "the session writes on from member 3");
+
+    // Member 4 has applied the session's creation but not its move to member 3 when the client
+    // comes to it: its attach names an owner that is no longer the owner, is bounced, and the
+    // retry, made once member 4 has caught up, attaches.
+    let mut m4 = member(4);
+    m4.apply_up_to(&log, 1);
+    let mut c4 = m4.connect(40, sid, pw.clone());
+    log.extend(m4.proposed());
+    m4.apply_up_to(&log, log.len());
+    assert!(c4.closed(), "bounced: the client tries again");
+    let mut c4 = m4.connect(41, sid, pw);
+    log.extend(m4.proposed());
+    for m in [&mut m3, &mut m4] {
+        m.apply_up_to(&log, log.len());
+    }
+    let again = c4.connected().expect("re-attached on the retry");
+    assert_eq!(again.session_id, sid, "the session was never expired");
+    assert!(c3.closed(), "member 3's connection is stale now");
+}
+
 /// A re-attach on the same member while a write of the old connection is still in flight:
 /// that write is proposed before the attach, so applied after it, it is refused too.
 #[test]

@@ -97,11 +97,14 @@ pub enum State {
 pub struct Amnesia {
     dir: Option<PathBuf>,
     state: Mutex<State>,
+    /// While probing: the newest term of a leader that already caught this member up to its
+    /// commit point (a member joining by reconfig is replicated to before its probe answers).
+    caught_while_probing: Mutex<Option<u64>>,
 }
 
 impl Amnesia {
     pub fn new(raft_dir: &Path, state: State) -> Amnesia {
-        Amnesia { dir: Some(raft_dir.to_owned()), state: Mutex::new(state) }
+        Amnesia { dir: Some(raft_dir.to_owned()), state: Mutex::new(state), caught_while_probing: Mutex::new(None) }
     }
 
     pub fn state(&self) -> State {
@@ -143,8 +146,16 @@ impl Amnesia {
         if *st != State::Probing {
             return Ok(());
         }
+        let caught = *self.caught_while_probing.lock();
         *st = match existing_term {
             None => State::Whole,
+            // Already caught up, while it asked, by a leader of that term or a newer one: what
+            // would have made it whole once amnesiac has happened. A member added by a reconfig
+            // gets the log from the leader within milliseconds of its start, before the others'
+            // answers; marked amnesiac after that, it refused votes until a leader caught it up
+            // again, and if that leader died in the reconfig's joint step (whose new quorum
+            // needs the new member) no leader could ever be elected.
+            Some(term) if caught.is_some_and(|t| t >= term) => State::Whole,
             Some(term) => {
                 let m = Marker {
                     reason: "it started with an empty data directory in an ensemble that has data (wiped or replaced)"
@@ -165,11 +176,15 @@ impl Amnesia {
     /// in the leader's own term. Returns true when that just happened.
     pub fn caught_up(&self, leader_term: u64, leader_commit: Option<LogId>, last_index: Option<u64>) -> bool {
         let mut st = self.state.lock();
-        let State::Lost(m) = &*st else { return false };
         let Some(commit) = leader_commit else { return false };
-        let whole = leader_term >= m.floor_term
-            && commit.leader_id.term == leader_term
-            && last_index.is_some_and(|last| last >= commit.index);
+        let reached = commit.leader_id.term == leader_term && last_index.is_some_and(|last| last >= commit.index);
+        if *st == State::Probing && reached {
+            let mut caught = self.caught_while_probing.lock();
+            *caught = Some(caught.map_or(leader_term, |t| t.max(leader_term)));
+            return false;
+        }
+        let State::Lost(m) = &*st else { return false };
+        let whole = leader_term >= m.floor_term && reached;
         if !whole {
             return false;
         }
@@ -256,6 +271,17 @@ mod tests {
         a.probed(Some(9)).unwrap();
         assert_eq!(load(&d).unwrap().map(|m| m.floor_term), Some(9));
         assert!(a.refuses_leader(8));
+        // Caught up by a leader of that term while it asked (a member joining by reconfig):
+        // whole, no marker; by an older leader only: amnesiac.
+        let _ = std::fs::remove_file(path(&d));
+        let c = Amnesia::new(&d, State::Probing);
+        assert!(!c.caught_up(9, Some(log_id(9, 12)), Some(12)));
+        c.probed(Some(9)).unwrap();
+        assert!(!c.active() && load(&d).unwrap().is_none(), "a joining member caught up before the answers votes");
+        let c = Amnesia::new(&d, State::Probing);
+        assert!(!c.caught_up(8, Some(log_id(8, 12)), Some(12)));
+        c.probed(Some(9)).unwrap();
+        assert!(c.active() && load(&d).unwrap().is_some(), "caught up by an older leader only: amnesiac");
         let b = Amnesia::new(&d, State::Probing);
         b.probed(None).unwrap();
         assert!(!b.active());

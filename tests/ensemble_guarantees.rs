@@ -150,7 +150,7 @@ async fn a_member_that_prepares_writes_differently_stops_serving_and_starts_over
     let mut cl = Cluster::start(3).await;
     let l = cl.leader().await;
     let f = cl.follower(l);
-    cl.cfgs[f].failpoints = zkr::config::Failpoints { prep_skew: true };
+    cl.cfgs[f].failpoints = zkr::config::Failpoints { prep_skew: true, ..Default::default() };
     cl.restart(f).await;
     cl.leader().await;
     let c = client(&cl.addr(l)).await;
@@ -264,4 +264,98 @@ async fn reconfigs_from_the_same_configuration_succeed_once_and_roles_change_as_
     c.sync("/").await.unwrap();
     c.get_data("/while-observer").await.expect("it kept up as an observer");
     cl.shutdown().await;
+}
+
+/// Reconfig is atomic for the client (issue 22, item 7): the leader dies between the two steps
+/// of openraft's membership change (the `leader-dies-in-joint` failpoint: it exits as it
+/// applies the joint entry it appended, with kill -9's effect on a process). The survivors
+/// elect a leader on one membership, never half of one; the client's retry of the same
+/// reconfig finishes it, every member then shows the same configuration with the new
+/// participant, the new participant serves, and the killed leader rejoins on it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_killed_between_the_steps_of_a_reconfig_leaves_one_membership_and_the_retry_finishes_it() {
+    use common::ensemble_proc::ProcEnsemble;
+    let extra = "reconfigEnabled=true\nDigestAuthenticationProvider.superDigest=super:D/InIHSb7yEEbrWz8b9l71RjZJU=\n";
+    let mut e = ProcEnsemble::start_with(3, 500, extra, &[("ZKR_FAILPOINTS", "leader-dies-in-joint")]);
+    let l = e.leader();
+    let f = (0..3).find(|i| *i != l).expect("a follower");
+    let j = e.join();
+    let joining = format!("server.{}={}", j + 1, e.server_spec(j));
+    let admin = |addr: String| async move {
+        let c = zk::Client::connector()
+            .session_timeout(Duration::from_secs(6))
+            .connect(&addr)
+            .await
+            .expect("client connects");
+        c.auth("digest".into(), b"super:test".to_vec()).await.expect("super");
+        c
+    };
+    let first = admin(e.addr(f)).await;
+    let outcome = first.update_ensemble(inc(&[joining.as_str()]), None).await;
+    eprintln!("the reconfig through member {} while the leader dies: {outcome:?}", f + 1);
+    let died = async {
+        loop {
+            if let Some(code) = e.exited(l) {
+                return code;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    let code = tokio::time::timeout(Duration::from_secs(30), died).await.expect("the leader died in the joint step");
+    assert_eq!(code, 86, "the failpoint fired:\n{}", e.log(l));
+
+    // The survivors elect a leader, and the client's retry finishes the reconfig.
+    let retry = async {
+        loop {
+            let connect = zk::Client::connector().session_timeout(Duration::from_secs(6)).connect(&e.addr(f)).await;
+            match connect {
+                Ok(c) => {
+                    c.auth("digest".into(), b"super:test".to_vec()).await.expect("super");
+                    match c.update_ensemble(inc(&[joining.as_str()]), None).await {
+                        Ok((data, _)) => return String::from_utf8(data).expect("text"),
+                        Err(err) => eprintln!("retry: {err:?}"),
+                    }
+                }
+                Err(err) => eprintln!("retry: no session yet: {err:?}"),
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    };
+    let text = tokio::time::timeout(Duration::from_secs(60), retry).await.unwrap_or_else(|_| {
+        panic!("the retry never finished the reconfig:\n{}", (0..4).map(|i| e.log(i)).collect::<String>())
+    });
+    let servers: Vec<&str> = text.lines().filter(|l| l.starts_with("server.")).collect();
+    assert_eq!(servers.len(), 4, "{text}");
+    assert!(servers.iter().all(|s| s.contains(":participant")), "four participants: {text}");
+    assert!(servers.iter().any(|s| s.starts_with(&format!("server.{}=", j + 1))), "{text}");
+
+    // Every running member shows that configuration, and the new participant serves writes.
+    e.restart(l);
+    for i in 0..4 {
+        let c = tokio::time::timeout(Duration::from_secs(30), async {
+            loop {
+                if let Ok(Ok(c)) = tokio::time::timeout(
+                    Duration::from_secs(5),
+                    zk::Client::connector().session_timeout(Duration::from_secs(6)).connect(&e.addr(i)),
+                )
+                .await
+                {
+                    if c.sync("/").await.is_ok() {
+                        return c;
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("member {} never served:\n{}", i + 1, e.log(i)));
+        let now = String::from_utf8(c.get_config().await.expect("config").0).expect("text");
+        assert_eq!(now, text, "member {}", i + 1);
+        if i == j {
+            c.create("/written-through-the-new-member", b"", &persistent()).await.expect("the new participant serves");
+        }
+    }
+    for i in 0..4 {
+        assert!(!e.log(i).contains("panicked"), "member {} panicked:\n{}", i + 1, e.log(i));
+    }
 }

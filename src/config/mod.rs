@@ -33,6 +33,10 @@ pub struct Failpoints {
     /// `prep-skew`: this member prepares a create's data differently from the others (one byte
     /// more), so its tree diverges from the leader's while it applies the same log.
     pub prep_skew: bool,
+    /// `leader-dies-in-joint`: a leader that appended a joint membership entry (the first step
+    /// of openraft's membership change) exits as it applies it, before the second step, as if
+    /// killed between the two.
+    pub leader_dies_in_joint: bool,
 }
 
 impl Failpoints {
@@ -41,6 +45,7 @@ impl Failpoints {
         for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
             match name {
                 "prep-skew" => f.prep_skew = true,
+                "leader-dies-in-joint" => f.leader_dies_in_joint = true,
                 other => return Err(ConfigError::Invalid(format!("ZKR_FAILPOINTS: unknown failpoint {other:?}"))),
             }
         }

@@ -12,50 +12,124 @@ use std::time::Duration;
 pub struct ProcEnsemble {
     pub dir: PathBuf,
     pub client_ports: Vec<u16>,
+    peer_ports: Vec<u16>,
     children: Vec<Option<Child>>,
+    tick_ms: u32,
+    /// zoo.cfg lines every member gets besides the usual ones.
+    extra_cfg: String,
+    /// Environment every member starts with (failpoints).
+    env: Vec<(String, String)>,
 }
 
 impl ProcEnsemble {
     /// Starts `n` members with `tick_ms` and ZooKeeper's usual limits (initLimit 10, syncLimit 5).
     pub fn start(n: usize, tick_ms: u32) -> ProcEnsemble {
-        let dir = super::temp_dir();
-        let peers: Vec<u16> = (0..n).map(|_| super::cluster::free_port()).collect();
-        let mut client_ports: Vec<u16> = Vec::new();
-        while client_ports.len() < n {
-            let p = super::cluster::free_port();
-            if !peers.contains(&p) && !client_ports.contains(&p) {
-                client_ports.push(p);
-            }
+        ProcEnsemble::start_with(n, tick_ms, "", &[])
+    }
+
+    /// The same, with `extra_cfg` in every member's zoo.cfg and `env` in its environment.
+    pub fn start_with(n: usize, tick_ms: u32, extra_cfg: &str, env: &[(&str, &str)]) -> ProcEnsemble {
+        let mut e = ProcEnsemble {
+            dir: super::temp_dir(),
+            client_ports: Vec::new(),
+            peer_ports: Vec::new(),
+            children: Vec::new(),
+            tick_ms,
+            extra_cfg: extra_cfg.to_owned(),
+            env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        };
+        for _ in 0..n {
+            e.pick_ports();
         }
-        let mut e = ProcEnsemble { dir, client_ports, children: Vec::new() };
         for i in 0..n {
-            let data = e.dir.join(format!("m{}", i + 1));
-            std::fs::create_dir_all(&data).unwrap();
-            std::fs::write(data.join("myid"), format!("{}\n", i + 1)).unwrap();
-            let mut cfg = format!(
-                "tickTime={tick_ms}\ninitLimit=10\nsyncLimit=5\ndataDir={}\nclientPort={}\n\
-                 clientPortAddress=127.0.0.1\n4lw.commands.whitelist=*\nadmin.enableServer=false\n",
-                data.display(),
-                e.client_ports[i]
-            );
-            for (j, p) in peers.iter().enumerate() {
-                cfg.push_str(&format!("server.{}=127.0.0.1:{p}:{p};{}\n", j + 1, e.client_ports[j]));
-            }
-            std::fs::write(e.dir.join(format!("zoo{}.cfg", i + 1)), cfg).unwrap();
+            e.write_config(i);
             e.children.push(None);
             e.spawn(i);
         }
         e
     }
 
+    fn pick_ports(&mut self) {
+        for _ in 0..2 {
+            loop {
+                let p = super::cluster::free_port();
+                if !self.peer_ports.contains(&p) && !self.client_ports.contains(&p) {
+                    if self.peer_ports.len() <= self.client_ports.len() {
+                        self.peer_ports.push(p);
+                    } else {
+                        self.client_ports.push(p);
+                    }
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Member `i`'s `server.N=` value, as its zoo.cfg and a reconfig name it.
+    pub fn server_spec(&self, i: usize) -> String {
+        let p = self.peer_ports[i];
+        format!("127.0.0.1:{p}:{p}:participant;127.0.0.1:{}", self.client_ports[i])
+    }
+
+    /// Member `i`'s zoo.cfg, listing every member known so far (a joining member lists itself,
+    /// as ZooKeeper's does).
+    fn write_config(&self, i: usize) {
+        let data = self.dir.join(format!("m{}", i + 1));
+        std::fs::create_dir_all(&data).unwrap();
+        std::fs::write(data.join("myid"), format!("{}\n", i + 1)).unwrap();
+        let mut cfg = format!(
+            "tickTime={}\ninitLimit=10\nsyncLimit=5\ndataDir={}\nclientPort={}\n\
+             clientPortAddress=127.0.0.1\n4lw.commands.whitelist=*\nadmin.enableServer=false\n{}",
+            self.tick_ms,
+            data.display(),
+            self.client_ports[i],
+            self.extra_cfg
+        );
+        for j in 0..self.peer_ports.len() {
+            cfg.push_str(&format!("server.{}={}\n", j + 1, self.server_spec(j)));
+        }
+        std::fs::write(self.dir.join(format!("zoo{}.cfg", i + 1)), cfg).unwrap();
+    }
+
+    /// Starts one more member, configured with every member so far and itself, for a reconfig
+    /// to add; its index.
+    pub fn join(&mut self) -> usize {
+        self.pick_ports();
+        let i = self.peer_ports.len() - 1;
+        self.write_config(i);
+        self.children.push(None);
+        self.spawn(i);
+        i
+    }
+
+    /// Starts member `i` again (after it exited or was killed), on its own files.
+    pub fn restart(&mut self, i: usize) {
+        if let Some(mut c) = self.children[i].take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        self.spawn(i);
+    }
+
+    /// Member `i`'s exit code once it has exited (None while it runs).
+    pub fn exited(&mut self, i: usize) -> Option<i32> {
+        let c = self.children[i].as_mut()?;
+        c.try_wait().ok().flatten().map(|s| s.code().unwrap_or(-1))
+    }
+
     fn spawn(&mut self, i: usize) {
         let bin = std::env::var("ZKR_TEST_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_zkr").to_string());
-        let log = std::fs::File::create(self.dir.join(format!("m{}.log", i + 1))).unwrap();
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join(format!("m{}.log", i + 1)))
+            .unwrap();
         let child = Command::new(bin)
             .args(["serve", "--config"])
             .arg(self.dir.join(format!("zoo{}.cfg", i + 1)))
             .env("RUST_LOG", "info")
             .env("NO_COLOR", "1")
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()

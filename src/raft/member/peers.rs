@@ -190,6 +190,9 @@ pub(super) async fn serve_rpc_frames(
                     }
                 }
                 let (term, commit) = (r.vote.leader_id.term, r.leader_commit);
+                // A successful append means this member's log matches the leader's up to the
+                // request's last entry: exact, where the metrics may not show the append yet.
+                let sent_up_to = r.entries.last().map(|e| e.log_id.index).or(r.prev_log_id.map(|p| p.index));
                 let res = raft.append_entries(r).await;
                 let from_our_leader =
                     matches!(&res, Ok(resp) if !matches!(resp, openraft::raft::AppendEntriesResponse::HigherVote(_)));
@@ -197,7 +200,7 @@ pub(super) async fn serve_rpc_frames(
                     *replicated = true;
                     status.leader_contact.store(crate::session::mono_ms().max(1), Ordering::Release);
                     status.leader_lost.store(false, Ordering::Release);
-                    let last = raft.metrics().borrow().last_log_index;
+                    let last = raft.metrics().borrow().last_log_index.max(sent_up_to);
                     if resp.is_success() && status.amnesia.caught_up(term, commit, last) {
                         tracing::info!(
                             leader = from,

@@ -38,8 +38,12 @@ impl Core {
                     let zxid = next_zxid(self.tree.last_zxid(), &e.log_id);
                     self.apply_membership(zxid, &m);
                     self.advance_zxid(zxid);
+                    let joint = m.membership().get_joint_config().len() > 1;
                     if let Some(r) = self.repl() {
                         r.membership = m;
+                    }
+                    if joint && self.cfg.failpoints.leader_dies_in_joint {
+                        self.die_in_joint(&e.log_id);
                     }
                 }
                 CommittedPayload::Blank => self.advance_zxid(epoch_start(&e.log_id)),
@@ -51,6 +55,19 @@ impl Core {
         }
         self.durable.store(self.tree.last_zxid(), Ordering::Release);
         self.release_syncs();
+    }
+
+    /// The `leader-dies-in-joint` failpoint: the leader that appended this joint membership entry
+    /// exits as it applies it (a later leader that commits it lives on).
+    fn die_in_joint(&mut self, log_id: &LogId) {
+        let Some(r) = self.repl.as_deref() else { return };
+        if r.role == Role::Leader && log_id.leader_id.node_id == r.me && log_id.leader_id.term == r.term {
+            tracing::error!(
+                "failpoint leader-dies-in-joint: the leader exits between the two steps of a membership change"
+            );
+            eprintln!("zkr: failpoint leader-dies-in-joint");
+            std::process::exit(86);
+        }
     }
 
     /// Every applied txn moves the tree's zxid to its own, failed ones too (as ZooKeeper's

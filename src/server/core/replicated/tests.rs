@@ -367,7 +367,8 @@ fn a_write_of_a_replaced_connection_is_not_applied_after_the_reattach() {
 #[test]
 fn a_member_whose_tree_differs_from_the_leaders_stops_serving_and_starts_over() {
     let mut m1 = member(1);
-    let skewed = Config { failpoints: crate::config::Failpoints { prep_skew: true }, ..Config::default() };
+    let skewed =
+        Config { failpoints: crate::config::Failpoints { prep_skew: true, ..Default::default() }, ..Config::default() };
     let mut m2 = member_with(2, skewed);
     let mut log: Vec<Batch> = Vec::new();
     let mut c = m1.connect(10, 0, Vec::new());

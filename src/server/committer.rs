@@ -10,7 +10,7 @@
 //! (`CommitQueue::submit`): no earlier output can be overtaken, and reads and pings skip a thread
 //! hop.
 
-use super::core::Outbound;
+pub use super::outbound::{deliver_all, Delivery};
 use super::stats::ServerStats;
 use super::view::Views;
 use crate::storage::wal::Wal;
@@ -18,23 +18,9 @@ use crate::txn::Zxid;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender};
 use std::sync::Arc;
-use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
 /// Batches waiting for the committer before the core blocks (backpressure).
 const QUEUE: usize = 1024;
-
-/// One message for one connection.
-pub struct Delivery {
-    pub conn: crate::session::ConnId,
-    pub peer: std::net::IpAddr,
-    pub tx: mpsc::Sender<Outbound>,
-    pub cancel: CancellationToken,
-    pub queued: super::outqueue::QueuedBytes,
-    /// The connection's order gate (`view::Gate`), held while the message is queued.
-    pub gate: super::view::Gate,
-    pub msg: Outbound,
-}
 
 /// What one turn of the core produced.
 #[derive(Default)]
@@ -66,7 +52,7 @@ impl CommitQueue {
     pub fn submit(&self, batch: Batch) -> Result<(), Batch> {
         // Only this thread increments, so zero stays zero until the send below.
         if batch.records.is_empty() && self.in_flight.load(Ordering::Acquire) == 0 {
-            deliver_all(&self.views, batch.last_zxid, batch.out);
+            deliver_all(&*self.views, batch.last_zxid, batch.out);
             return Ok(());
         }
         self.in_flight.fetch_add(1, Ordering::AcqRel);
@@ -122,7 +108,7 @@ fn run(
             durable.store(z, Ordering::Release);
         }
         for b in batches {
-            deliver_all(&views, b.last_zxid, b.out);
+            deliver_all(&*views, b.last_zxid, b.out);
             in_flight.fetch_sub(1, Ordering::AcqRel);
         }
     }
@@ -136,37 +122,4 @@ fn fatal(e: crate::storage::StorageError) -> ! {
     tracing::error!("cannot write the transaction log, stopping: {e}");
     eprintln!("zkr: cannot write the transaction log, stopping: {e}");
     std::process::exit(70);
-}
-
-/// Hands one turn's messages to their connections, announced to the read views first (see
-/// `view`): a connection answering a read from a view meanwhile sees a newer zxid coming and
-/// leaves the read to the core. `zxid` is the tree's zxid after that turn.
-pub fn deliver_all(views: &Views, zxid: Zxid, out: Vec<Delivery>) {
-    views.announce(zxid);
-    out.into_iter().for_each(deliver);
-    views.delivered(zxid);
-}
-
-fn deliver(d: Delivery) {
-    // Bounded per connection, in messages and in bytes: a client that stops reading costs only
-    // itself. Its session stays; it may re-attach and catch up with setWatches.
-    let (conn, peer) = (d.conn, d.peer);
-    if let Err(bytes) = d.queued.add(d.msg.wire_len()) {
-        tracing::warn!(conn, %peer, bytes, "outbound queue over its byte bound: closing slow connection from {peer}");
-        d.cancel.cancel();
-        return;
-    }
-    let sent = {
-        let mut order = d.gate.lock();
-        super::view::queued(&mut order, &d.msg);
-        d.tx.try_send(d.msg)
-    };
-    match sent {
-        Ok(()) => {}
-        Err(mpsc::error::TrySendError::Full(_)) => {
-            tracing::warn!(conn, %peer, "outbound queue full: closing slow connection from {peer}");
-            d.cancel.cancel();
-        }
-        Err(mpsc::error::TrySendError::Closed(_)) => {}
-    }
 }

@@ -6,6 +6,7 @@ mod conn;
 pub mod core;
 pub mod four_letter;
 pub mod ops;
+mod outbound;
 mod outbuf;
 pub(crate) mod outqueue;
 mod reads;

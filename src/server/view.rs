@@ -22,11 +22,12 @@
 //! it applies a txn (so a write never copies a chunk a stale view still shares) and publishes a
 //! new one when a reader found none, at most once per `PUBLISH_COST_FACTOR` times its cost.
 
-use super::core::Outbound;
+pub use super::outbound::{to_core, Gate};
+use super::outbound::{DeliveryMarks, Outbound};
 use crate::proto::{ErrorCode, OpCode, ReplyHeader, Request, RequestBody, Response};
 use crate::tree::DataTree;
 use crate::txn::Zxid;
-use parking_lot::{Mutex, RwLock};
+use parking_lot::RwLock;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 
@@ -53,27 +54,13 @@ pub struct Views {
     delivered: AtomicI64,
 }
 
-/// A connection's order gate (see the module doc): held while a message is queued for it.
-pub type Gate = Arc<Mutex<Order>>;
+impl DeliveryMarks for Views {
+    fn announce(&self, zxid: Zxid) {
+        Views::announce(self, zxid);
+    }
 
-/// What the gate guards besides the queueing itself.
-#[derive(Debug, Default)]
-pub struct Order {
-    /// Requests of the connection sent to the core whose replies are not yet queued: while
-    /// any is, a read answered here could overtake it.
-    at_core: u32,
-}
-
-/// The connection is about to send a request to the core.
-pub fn to_core(gate: &Gate) {
-    gate.lock().at_core += 1;
-}
-
-/// A deliverer queues `msg` for the connection (call with the gate held): a reply is the
-/// answer to one request the connection sent to the core.
-pub fn queued(order: &mut Order, msg: &Outbound) {
-    if matches!(msg, Outbound::Reply(..)) {
-        order.at_core = order.at_core.saturating_sub(1);
+    fn delivered(&self, zxid: Zxid) {
+        Views::delivered(self, zxid);
     }
 }
 
@@ -215,6 +202,7 @@ fn read(tree: &DataTree, op: OpCode, path: &str) -> Option<Result<Response, Erro
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::server::outbound::queued;
 
     fn views_with_tree_at(zxid: Zxid) -> Views {
         let views = Views::new(zxid);

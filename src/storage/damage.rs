@@ -16,10 +16,9 @@
 //! leaves the last record partly written and the preallocated zeros after it. Any record that
 //! frames, checksums, decodes and carries a zxid that can come after the bad one means the log
 //! went on past it, so cutting there would destroy acknowledged writes. This module only
-//! looks; `wal::replay` decides, and this module's `repair` is the only thing that cuts at
-//! corruption. It must not touch snapshots.
+//! looks; `wal::replay` decides, and `repair` is the only thing that cuts at corruption. It must not touch snapshots.
 
-use super::wal::{self, HEADER, SEGMENT_BYTES};
+use super::segment::SEGMENT_BYTES;
 use super::StorageError;
 use crate::txn::Zxid;
 use std::fs::{File, OpenOptions};
@@ -29,7 +28,7 @@ use std::path::{Path, PathBuf};
 /// The smallest payload a record can have: zxid, time and session (8 bytes each) and an op tag.
 const MIN_PAYLOAD: u64 = 25;
 /// Bytes examined per read while scanning.
-const CHUNK: u64 = 1 << 20;
+pub(super) const CHUNK: u64 = 1 << 20;
 /// Bytes a candidate needs in the buffer to be prefiltered: its prefix, zxid, time, session
 /// and op tag (8 + 25), rounded up.
 const LOOKAHEAD: u64 = 64;
@@ -154,7 +153,7 @@ pub fn keep_copy(segment: &Path, len: u64, kind: &str) -> Result<PathBuf, Storag
 }
 
 /// Moves a whole segment into `damaged/` and returns where it went.
-fn move_aside(segment: &Path) -> Result<PathBuf, StorageError> {
+pub(super) fn move_aside(segment: &Path) -> Result<PathBuf, StorageError> {
     let to = fresh_name(segment, "dropped")?;
     std::fs::rename(segment, &to).map_err(|e| StorageError::io(segment, e))?;
     sync_dir(&damaged_dir(segment));
@@ -172,68 +171,4 @@ pub fn zero_from(path: &Path, offset: u64) -> Result<(), StorageError> {
     f.set_len(offset).map_err(|e| StorageError::io(path, e))?;
     f.set_len(len.max(offset)).map_err(|e| StorageError::io(path, e))?;
     f.sync_all().map_err(|e| StorageError::io(path, e))
-}
-
-/// What `repair` did.
-#[derive(Debug, Default)]
-pub struct Repaired {
-    /// Each cut: the segment, the offset it was cut at, and why it was corrupt there.
-    pub cuts: Vec<(PathBuf, u64, String)>,
-    /// Copies and moved segments in `damaged/`.
-    pub kept: Vec<PathBuf>,
-}
-
-/// Cuts the log in `dir` at its first corrupt record, so that replay after the snapshot at
-/// `after` succeeds: the damaged segment's written part is copied to `damaged/` and then zeroed
-/// from the bad record on, and every later segment is moved into `damaged/`. A log that
-/// replays cleanly is left alone. Refuses the errors a cut cannot fix (a missing directory,
-/// I/O errors).
-pub fn repair(dir: &Path, after: Zxid) -> Result<Repaired, StorageError> {
-    let mut done = Repaired::default();
-    loop {
-        let (file, offset, reason) = match wal::replay(dir, after) {
-            Ok(_) => return Ok(done),
-            Err(StorageError::CorruptLog { file, offset, reason }) => (file, offset, reason),
-            Err(e) => return Err(e),
-        };
-        // Each cut leaves the segments before the damaged one as they were and removes bytes at
-        // or after the bad record, so the same place cannot be reported twice unless the cut
-        // did not take effect.
-        if done.cuts.iter().any(|(f, o, _)| *f == file && *o == offset) {
-            return Err(StorageError::CorruptLog { file, offset, reason });
-        }
-        let segs = wal::segments(dir)?;
-        let Some(at) = segs.iter().position(|(_, p)| *p == file) else {
-            return Err(StorageError::CorruptLog { file, offset, reason });
-        };
-        let f = File::open(&file).map_err(|e| StorageError::io(&file, e))?;
-        let len = f.metadata().map_err(|e| StorageError::io(&file, e))?.len();
-        let written = scan_written_end(&f, len).map_err(|e| StorageError::io(&file, e))?;
-        drop(f);
-        done.kept.push(keep_copy(&file, written, "corrupt")?);
-        for (_, later) in &segs[at + 1..] {
-            done.kept.push(move_aside(later)?);
-        }
-        // A cut inside the header leaves an all-zero segment, which replay treats as created
-        // but never written (the writer rewrites it).
-        zero_from(&file, if offset < HEADER { 0 } else { offset })?;
-        tracing::warn!(file = %file.display(), offset, "log cut at its first corrupt record (repair-log)");
-        done.cuts.push((file, offset, reason));
-    }
-}
-
-/// One past the last non-zero byte of a file of `len` bytes.
-fn scan_written_end(f: &File, len: u64) -> std::io::Result<u64> {
-    let mut buf = vec![0u8; CHUNK as usize];
-    let mut end = len;
-    while end > 0 {
-        let start = end.saturating_sub(CHUNK);
-        let chunk = &mut buf[..(end - start) as usize];
-        f.read_exact_at(chunk, start)?;
-        if let Some(last) = chunk.iter().rposition(|b| *b != 0) {
-            return Ok(start + last as u64 + 1);
-        }
-        end = start;
-    }
-    Ok(0)
 }

@@ -12,6 +12,8 @@
 
 pub mod damage;
 pub mod record;
+pub mod repair;
+pub mod segment;
 pub mod snapshot;
 pub mod wal;
 mod window;
@@ -199,13 +201,13 @@ pub fn recover(cfg: &Config) -> Result<Recovered, StorageError> {
 }
 
 /// `zkr repair-log`: cuts the log after the snapshot recovery would start from at its first
-/// corrupt record, keeping copies (see `damage::repair`). Takes the lock, so it cannot run
+/// corrupt record, keeping copies (see `repair::repair`). Takes the lock, so it cannot run
 /// beside a server on the same directory. A log without corruption is left as it is.
-pub fn repair_log(cfg: &Config) -> Result<damage::Repaired, StorageError> {
+pub fn repair_log(cfg: &Config) -> Result<repair::Repaired, StorageError> {
     let layout = Layout::new(cfg);
     let _lock = open(&layout)?;
     let start = newest_snapshot(cfg, &layout)?.last_zxid();
-    damage::repair(&layout.log_dir, start)
+    repair::repair(&layout.log_dir, start)
 }
 
 /// Deletes all but the newest `keep` snapshots and the log segments only they needed.

@@ -24,16 +24,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-pub const MAGIC: &[u8; 4] = b"ZKRW";
-pub const VERSION: u32 = 1;
-/// Bytes of a segment's header; the first record starts here.
-pub const HEADER: u64 = 8;
-/// Size a segment is preallocated to (ZooKeeper preallocates 64 MB too).
-pub const SEGMENT_BYTES: u64 = 64 * 1024 * 1024;
-
-pub fn segment_name(first_zxid: Zxid) -> String {
-    format!("log.{first_zxid:016x}")
-}
+pub use super::segment::{segment_name, HEADER, MAGIC, SEGMENT_BYTES, VERSION};
 
 /// Segment files of a directory, sorted by their first zxid.
 pub fn segments(dir: &Path) -> Result<Vec<(Zxid, PathBuf)>, StorageError> {
@@ -610,7 +601,7 @@ mod tests {
         std::fs::write(&first, &bytes).unwrap();
         assert!(replay(&d, 0).is_err());
 
-        let done = damage::repair(&d, 0).unwrap();
+        let done = crate::storage::repair::repair(&d, 0).unwrap();
         assert_eq!(done.cuts.len(), 1);
         assert_eq!((done.cuts[0].0.clone(), done.cuts[0].1), (first.clone(), at as u64));
         let r = replay(&d, 0).unwrap();
@@ -622,6 +613,6 @@ mod tests {
         assert!(kept.contains(&bytes[..written].to_vec()), "a copy of the damaged segment as found");
         assert!(kept.contains(&second_bytes), "the later segment, whole");
         assert_eq!(copies(&d).len(), 2);
-        assert!(damage::repair(&d, 0).unwrap().cuts.is_empty(), "a clean log is left alone");
+        assert!(crate::storage::repair::repair(&d, 0).unwrap().cuts.is_empty(), "a clean log is left alone");
     }
 }

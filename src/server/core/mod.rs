@@ -14,6 +14,7 @@ mod watches;
 mod writes;
 
 use super::committer::{Batch, CommitQueue, Delivery};
+pub use super::outbound::{ConnHandle, Outbound};
 use super::reads::{self, Reader};
 use crate::config::Config;
 use crate::proto::{
@@ -27,52 +28,10 @@ use crate::tree::{acl, prep, Change, DataTree, OpOutcome};
 use crate::txn::{SessionId, Txn, TxnOp, Zxid};
 use crate::watch::{Fired, WatchManager};
 use std::collections::HashMap;
-use std::net::IpAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
-
-/// What the core sends to a connection, in order.
-#[derive(Debug)]
-pub enum Outbound {
-    Connected(ConnectResponse),
-    Reply(ReplyHeader, Response),
-    Event(Zxid, WatcherEvent),
-    /// Flush what is queued, then close the socket.
-    Close,
-}
-
-impl Outbound {
-    /// Bytes this message puts on the wire, frame length included.
-    pub fn wire_len(&self) -> usize {
-        match self {
-            // protocolVersion, timeOut, sessionId, passwd (length + 16), readOnly
-            Outbound::Connected(_) => 4 + 4 + 4 + 8 + 4 + 16 + 1,
-            Outbound::Reply(_, body) => 4 + ReplyHeader::WIRE_LEN + body.wire_len(),
-            Outbound::Event(_, ev) => 4 + ReplyHeader::WIRE_LEN + 4 + 4 + 4 + ev.path.len(),
-            Outbound::Close => 0,
-        }
-    }
-}
-
-/// A connection as the core sees it.
-#[derive(Debug, Clone)]
-pub struct ConnHandle {
-    pub id: ConnId,
-    pub tx: mpsc::Sender<Outbound>,
-    pub cancel: CancellationToken,
-    pub peer: IpAddr,
-    /// Identities from the TLS client certificate (`x509`, maybe `super`), added at connect.
-    pub tls_ids: Vec<Id>,
-    /// `mono_ms` when the connection last answered a ping itself; the expiry sweep consults it.
-    pub last_heard: Arc<AtomicU64>,
-    /// Bytes queued in `tx` and not yet taken by the writer: the queue is bounded in bytes too.
-    pub queued: super::outqueue::QueuedBytes,
-    /// Held while a message is queued in `tx` (see `view`).
-    pub gate: super::view::Gate,
-}
 
 /// Messages into the core.
 #[derive(Debug)]
@@ -303,7 +262,7 @@ impl Core {
             }
             // Ensemble: what this turn applied is committed (on a quorum's disks) already. Even
             // a turn with nothing to send applied entries the read view must count as delivered.
-            None => super::committer::deliver_all(self.views.views(), zxid, std::mem::take(&mut self.out)),
+            None => super::committer::deliver_all(&**self.views.views(), zxid, std::mem::take(&mut self.out)),
         }
     }
 

@@ -8,7 +8,8 @@ use crate::raft::command::{Batch, PREP_VERSION};
 use crate::server::stats::ServerStats;
 use crate::server::view::Views;
 use openraft::CommittedLeaderId;
-use std::sync::atomic::AtomicI64;
+use std::sync::atomic::{AtomicI64, AtomicU64};
+use tokio_util::sync::CancellationToken;
 
 /// One member's core with the Raft side in the test's hands.
 struct Member {

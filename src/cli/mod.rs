@@ -17,6 +17,7 @@
 //! one other client in the crate.
 
 mod acl;
+mod call;
 mod cmdline;
 mod commands;
 mod complete;

@@ -7,7 +7,7 @@
 //! Must not: print (events go to the `EventSink`), block, or panic on bytes from the server
 //! (a bad frame ends only that connection).
 
-use super::conn::{Call, ConnectConfig, EventSink, Reply, States, JUTE_MAXBUFFER};
+use super::call::{Call, ConnectConfig, EventSink, Reply, States, JUTE_MAXBUFFER};
 use super::watches::WatchTable;
 use crate::codec::{write_frame, FrameCodec, FrameError};
 use crate::proto::{

@@ -1,5 +1,10 @@
 //! The server: accept loops (plaintext and, if configured, TLS), per-IP connection limits, the core thread and its ticker, and an
 //! ordered shutdown (stop accepting, close connections, let the core drain and stop).
+//!
+//! A request enters at `conn` (one task per connection; reads answered from `view` when they
+//! can be), goes to `core` (the single writer), and what the core sends back leaves through
+//! `outbound` (messages, connection handles, delivery in order), after the standalone log's
+//! fsync in `committer`, or at once in an ensemble.
 
 pub(crate) mod committer;
 mod conn;

@@ -4,11 +4,11 @@
 //! <dataDir>/LOCK                 held (flock) while a server uses the directory
 //! <dataDir>/secret               32 random bytes; session passwords derive from it
 //! <dataDir>/snap/snapshot.<zxid> snapshots (see snapshot.rs)
-//! <dataLogDir or dataDir/wal>/log.<zxid>   log segments (see wal.rs)
+//! <dataLogDir or dataDir/wal>/log.<zxid>   log segments (see wal.rs; header and names: segment.rs)
 //! <dataLogDir or dataDir/wal>/damaged/     copies of damaged segments (see damage.rs)
 //! ```
 //! Recovery: newest valid snapshot, then every log record after it, in zxid order. Repair
-//! (`zkr repair-log`): the same, cutting the log at its first corrupt record.
+//! (`zkr repair-log`, repair.rs): the same, cutting the log at its first corrupt record.
 
 pub mod damage;
 pub mod record;

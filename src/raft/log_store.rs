@@ -283,6 +283,15 @@ fn scan_segment(st: &mut State, seg: u64, path: &Path, last: bool) -> Result<(),
                 st.cache.clear();
                 st.first = index;
             }
+            // A jump over entries that were all purged: openraft purged past the end of the log
+            // (a member whose log was cut at damage below its snapshot: "clean the hole between
+            // last_log_id and last_applied") and appended after its snapshot in the same segment.
+            // Read as damage, that member was cut and made amnesiac again at every restart.
+            Some(prev) if index > prev.index + 1 && st.purged.is_some_and(|p| p.index + 1 >= index) => {
+                st.locs.clear();
+                st.cache.clear();
+                st.first = index;
+            }
             Some(prev) if index != prev.index + 1 => {
                 return Err(corrupt(off as u64, format!("entry {index} follows entry {}", prev.index)));
             }

@@ -276,18 +276,16 @@ fn scan_segment(st: &mut State, seg: u64, path: &Path, last: bool) -> Result<(),
         };
         let index = entry.log_id.index;
         match st.last() {
-            // A segment that starts past the entries before it: openraft appended after a snapshot
-            // it installed, and the older entries were waiting to be purged.
-            Some(prev) if index > prev.index + 1 && off as u64 == HEADER => {
-                st.locs.clear();
-                st.cache.clear();
-                st.first = index;
-            }
-            // A jump over entries that were all purged: openraft purged past the end of the log
-            // (a member whose log was cut at damage below its snapshot: "clean the hole between
-            // last_log_id and last_applied") and appended after its snapshot in the same segment.
-            // Read as damage, that member was cut and made amnesiac again at every restart.
-            Some(prev) if index > prev.index + 1 && st.purged.is_some_and(|p| p.index + 1 >= index) => {
+            // The log starts again past the entries before it: a segment that starts there
+            // (openraft appended after a snapshot it installed, and the older entries were waiting
+            // to be purged), or a jump over entries that were all purged (openraft purged past the
+            // end of a log cut at damage below the member's snapshot, "clean the hole between
+            // last_log_id and last_applied", and appended after it in the same segment; read as
+            // damage, that member was cut and made amnesiac again at every restart).
+            Some(prev)
+                if index > prev.index + 1
+                    && (off as u64 == HEADER || st.purged.is_some_and(|p| p.index + 1 >= index)) =>
+            {
                 st.locs.clear();
                 st.cache.clear();
                 st.first = index;

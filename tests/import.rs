@@ -67,10 +67,16 @@ async fn imported_sessions_accept_zookeeper_passwords_and_only_they_do() {
     let mut tree = zkr::tree::DataTree::new();
     let imported: i64 = 0x1000020b7660000;
     let native: i64 = 0x1000020b7660001;
-    let info = |zk_password| zkr::tree::SessionInfo { timeout_ms: 5000, zk_password, password: None, owner: None };
+    let info = |zk_password| zkr::tree::SessionInfo { timeout_ms: 3000, zk_password, password: None, owner: None };
     tree.restore_session(imported, info(true));
     tree.restore_session(native, info(false));
     zkr::storage::snapshot::write(&cfg.data_dir.join("snap"), &tree).unwrap();
+    // Recovered sessions get their timeout from the server's start, not from the process's
+    // first clock reading: make the process older than the timeout first (CI once saw this
+    // session expired on arrival, after other tests had run in the same process).
+    while zkr::session::mono_ms() < 3500 {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
     let (server, addr) = common::start_with(cfg).await;
     let attach = |id: i64, password: Vec<u8>| {
         let addr = addr.clone();

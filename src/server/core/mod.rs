@@ -183,8 +183,11 @@ impl Core {
         let mut expiry = ExpiryQueue::new(cfg.tick_time_ms as u64);
         let mut sessions = HashMap::new();
         let mut next_session = initial_session_id(wall_ms(), cfg.server_id);
+        // A recovered session gets a full timeout from now, as ZooKeeper's SessionTrackerImpl
+        // touches each session it loads: time spent loading the data must not expire them.
+        let now = crate::session::mono_ms();
         for (id, info) in tree.sessions() {
-            expiry.touch(*id, 0, info.timeout_ms as u64);
+            expiry.touch(*id, now, info.timeout_ms as u64);
             sessions.insert(*id, Session { timeout_ms: info.timeout_ms, conn: None, ids: Vec::new() });
             if (*id as u64) >> 56 == cfg.server_id as u64 {
                 next_session = next_session.max(id + 1);

@@ -11,8 +11,12 @@
 
 use std::path::{Path, PathBuf};
 
+use std::collections::HashSet;
+
 use super::members::ServerSpec;
+use super::types::Membership;
 use crate::storage::replace_file;
+use crate::txn::Zxid;
 
 /// Keys ZooKeeper's editStaticConfig leaves out of the rewritten zoo.cfg (the ensemble lives in
 /// the dynamic file). `clientPort`/`clientPortAddress` too when this member's `server.N` line
@@ -81,6 +85,30 @@ pub fn rewrite<'a>(
     replace_file(&dynamic, text.as_bytes(), true)?;
     replace_file(&cfg_file, new.as_bytes(), true)?;
     Ok(Some(dynamic))
+}
+
+/// The text of `/zookeeper/config`: a `server.N=` line per member, then `version=` (the zxid of
+/// the configuration in hex, as QuorumVerifier.toString writes it).
+pub fn config_text(m: &Membership, zxid: Zxid) -> String {
+    let mut out = String::new();
+    for (id, spec) in members_of(m) {
+        out.push_str(&format!("server.{id}={}\n", spec.config_value()));
+    }
+    out.push_str(&format!("version={zxid:x}"));
+    out
+}
+
+/// The members of a membership, each marked observer unless it votes.
+pub fn members_of(m: &Membership) -> Vec<(u64, ServerSpec)> {
+    let voters: HashSet<u64> = m.membership().voter_ids().collect();
+    m.membership()
+        .nodes()
+        .map(|(id, node)| {
+            let mut spec = node.clone();
+            spec.observer = !voters.contains(id);
+            (*id, spec)
+        })
+        .collect()
 }
 
 #[cfg(test)]

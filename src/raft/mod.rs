@@ -9,7 +9,8 @@
 //! Modules: `members` (zoo.cfg's `server.N`, myid, `--peers`), `command` (the log entry),
 //! `types` (openraft's type config, zxids from log ids), `log_store` (the Raft log on disk), `log_cache` (its newest entries in memory),
 //! `log_repair` (cutting or setting aside damaged files at startup),
-//! `state_machine` (the bridge to the core, snapshots), `wire` (peer frames and the messages they
+//! `seam` (what crosses between the core and the Raft side: proposals down, committed entries
+//! and news up; `raft/` imports nothing from `server/`), `state_machine` (the bridge to the core, snapshots), `wire` (peer frames and the messages they
 //! carry), `network` (openraft's RPCs over them), `link` (plain or TLS peer connections),
 //! `member` (the running member: peer listener, proposer, role watcher), `timing` (every
 //! timeout, from tickTime, initLimit and syncLimit), `amnesia` (a member that lost entries it
@@ -29,6 +30,7 @@ pub mod member;
 pub mod members;
 pub mod network;
 pub mod reconfig;
+pub mod seam;
 pub mod seed;
 pub mod state_machine;
 pub mod timing;
@@ -36,7 +38,6 @@ pub mod types;
 pub mod wire;
 
 use crate::config::Config;
-use crate::server::core::replicated::{Inlet, Replicated};
 use crate::tree::DataTree;
 use members::Ensemble;
 use std::path::{Path, PathBuf};
@@ -176,12 +177,6 @@ pub fn raft_config(cfg: &Config, ens: &Ensemble) -> Result<openraft::Config, Str
         ..Default::default()
     };
     c.validate().map_err(|e| e.to_string())
-}
-
-/// The core's ensemble state and the proposals' channel for a recovered member.
-pub fn core_side(me: u64, rec: &Recovered, read_only: bool) -> (Replicated, Inlet) {
-    let (tx, rx) = crate::server::core::replicated::outlet();
-    (Replicated::new(me, tx, rec.first_seq, rec.applied, rec.membership.clone()).with_read_only(read_only), rx)
 }
 
 /// True if `dir` holds no Raft state yet (a new member, or one whose data was wiped).

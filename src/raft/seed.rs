@@ -216,7 +216,7 @@ pub fn seed(cfg: &Config, ens: &Ensemble, peers_term: u64) -> Result<(), Storage
     let nodes: BTreeMap<u64, super::members::ServerSpec> = ens.members.clone().into_iter().collect();
     let membership = Membership::new(Some(log_id), openraft::Membership::new(vec![voters], nodes));
     // /zookeeper/config as the membership says, at the seed's zxid.
-    let text = crate::server::core::replicated::config_text(&membership, zxid);
+    let text = super::config_file::config_text(&membership, zxid);
     let version = tree.get("/zookeeper/config").map_or(0, |n| n.stat.version + 1);
     let op = TxnOp::SetData { path: "/zookeeper/config".into(), data: Some(text.into()), version };
     let mut changes = Vec::new();

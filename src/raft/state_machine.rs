@@ -11,16 +11,15 @@
 //! second copy of the tree in memory beyond what the format needs.
 
 use super::log_store::{read_small, write_small};
+use super::seam::{Committed, CommittedPayload, ReplMsg, Up, Upward};
 use super::types::{sm_err, Entry, LogId, Membership, SnapshotMeta, StorageError, Zkr};
-use crate::server::core::replicated::{Committed, CommittedPayload, ReplMsg};
-use crate::server::core::CoreMsg;
 use crate::tree::DataTree;
 use openraft::storage::{RaftStateMachine, Snapshot};
 use openraft::{EntryPayload, RaftSnapshotBuilder};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use tokio::sync::{mpsc, oneshot, Notify};
+use tokio::sync::{oneshot, Notify};
 use tokio_util::sync::CancellationToken;
 
 /// Snapshots kept (the newest ones); older ones and their metadata are removed.
@@ -79,7 +78,7 @@ impl SnapshotDue {
 }
 
 pub struct StateMachine {
-    core: mpsc::Sender<CoreMsg>,
+    core: Upward,
     due: Arc<SnapshotDue>,
     dir: PathBuf,
     applied: Option<LogId>,
@@ -148,7 +147,7 @@ fn purge(dir: &Path) {
 
 impl StateMachine {
     pub fn new(
-        core: mpsc::Sender<CoreMsg>,
+        core: Upward,
         due: Arc<SnapshotDue>,
         dir: PathBuf,
         applied: Option<LogId>,
@@ -164,14 +163,18 @@ impl StateMachine {
         StateMachine { core, due, dir, applied, membership, receiving: None }
     }
 
-    async fn to_core(&self, msg: CoreMsg) -> Result<(), StorageError> {
-        self.core.send(msg).await.map_err(|_| sm_err("the core has stopped"))
+    async fn to_core(&self, up: Up) -> Result<(), StorageError> {
+        if self.core.send(up).await {
+            Ok(())
+        } else {
+            Err(sm_err("the core has stopped"))
+        }
     }
 }
 
 /// Builds a snapshot from a view of the tree the core hands over.
 pub struct Builder {
-    core: mpsc::Sender<CoreMsg>,
+    core: Upward,
     due: Arc<SnapshotDue>,
     dir: PathBuf,
 }
@@ -180,10 +183,9 @@ impl RaftSnapshotBuilder<Zkr> for Builder {
     async fn build_snapshot(&mut self) -> Result<Snapshot<Zkr>, StorageError> {
         self.due.reset();
         let (tx, rx) = oneshot::channel();
-        self.core
-            .send(CoreMsg::Replication(ReplMsg::SnapshotView(tx)))
-            .await
-            .map_err(|_| sm_err("the core has stopped"))?;
+        if !self.core.tell(ReplMsg::SnapshotView(tx)).await {
+            return Err(sm_err("the core has stopped"));
+        }
         let view = rx.await.map_err(|_| sm_err("the core has stopped"))?;
         let dir = self.dir.clone();
         let meta = SnapshotMeta {
@@ -242,7 +244,7 @@ impl RaftStateMachine<Zkr> for StateMachine {
             return Ok(Vec::new());
         }
         let (done, rx) = oneshot::channel();
-        self.to_core(CoreMsg::Apply { entries: batch, done }).await?;
+        self.to_core(Up::Apply { entries: batch, done }).await?;
         rx.await.map_err(|_| sm_err("the core has stopped"))?;
         self.due.add(commands);
         Ok(vec![(); n])
@@ -298,7 +300,7 @@ impl RaftStateMachine<Zkr> for StateMachine {
             membership: meta.last_membership.clone(),
             done,
         };
-        self.to_core(CoreMsg::Replication(msg)).await?;
+        self.to_core(Up::Tell(msg)).await?;
         rx.await.map_err(|_| sm_err("the core has stopped"))?;
         self.applied = meta.last_log_id;
         self.membership = meta.last_membership.clone();

@@ -456,7 +456,9 @@ async fn start_member(
         "ensemble member recovered its snapshot; the log is applied as the ensemble commits it"
     );
     let durable = Arc::new(std::sync::atomic::AtomicI64::new(rec.tree.last_zxid()));
-    let (repl, proposals) = crate::raft::core_side(me, &rec, cfg.read_only_enabled);
+    let (outlet, proposals) = crate::raft::seam::outlet();
+    let repl = core::replicated::Replicated::new(me, outlet, rec.first_seq, rec.applied, rec.membership.clone())
+        .with_read_only(cfg.read_only_enabled);
     // Handshakes wait for a leader up to one election timeout (an election after a leader's
     // death takes a fraction of that) before they are refused.
     let checks = crate::raft::command::LatestCheck::default();
@@ -465,6 +467,7 @@ async fn start_member(
         .with_keep_clients(cfg.keep_clients_on_leader_loss)
         .with_latest_check(checks.clone());
     let (core_tx, core_rx) = mpsc::channel(CORE_QUEUE);
+    let up = crate::raft::seam::Upward::to(core_tx.clone());
     let crate::raft::Recovered { tree, applied, membership, log, snap_dir, amnesia, .. } = rec;
     let views = Arc::new(view::Views::new(tree.last_zxid()));
     let core = Core::new(
@@ -482,7 +485,7 @@ async fn start_member(
         .map_err(StartError::Thread)?;
     let log_reader = log.clone();
     let due = state_machine::SnapshotDue::new(cfg.snap_count);
-    let sm = state_machine::StateMachine::new(core_tx.clone(), due.clone(), snap_dir, applied, membership);
+    let sm = state_machine::StateMachine::new(up.clone(), due.clone(), snap_dir, applied, membership);
     let raft = crate::raft::types::Raft::new(me, Arc::new(raft_cfg), network::Network { link: link.clone() }, log, sm)
         .await
         .map_err(|e| StartError::Ensemble(format!("cannot start Raft: {e}")))?;
@@ -503,7 +506,7 @@ async fn start_member(
         link: link.clone(),
         raft: raft.clone(),
         submitter: submitter.clone(),
-        core: core_tx.clone(),
+        core: up.clone(),
         status: status.clone(),
         log: log_reader,
     };
@@ -545,13 +548,13 @@ async fn start_member(
         shared.clone(),
         raft.clone(),
         submitter,
-        core_tx.clone(),
+        up.clone(),
         proposals,
         shutdown.clone(),
     ));
     tokio::spawn(member::keep_observers(raft.clone(), shared.clone(), shutdown.clone()));
     let stale = timing.stale_after;
-    tokio::spawn(member::watch_role(raft.clone(), core_tx.clone(), status.clone(), stale, shutdown.clone()));
+    tokio::spawn(member::watch_role(raft.clone(), up, status.clone(), stale, shutdown.clone()));
     tracing::info!(id = me, peer = %peer_addr, members = ens.members.len(), "ensemble member started");
     let member = Member { raft, status, peer_addr, peers };
     Ok(Started { core_tx, core, log: None, durable, views, member: Some(member), lock })

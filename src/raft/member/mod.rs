@@ -3,7 +3,7 @@
 //!
 //! The core never waits on any of these: proposals leave through a bounded queue the core
 //! never blocks on (a full one fails the request), session reports on a lane of their own, and
-//! everything learned comes back as a `CoreMsg::Replication` message. No queue here grows
+//! everything learned comes back up through `seam::Upward`. No queue here grows
 //! without bound: a leader that stops reading (paused, overloaded) breaks its followers'
 //! forward streams after an election timeout instead of holding their proposals.
 //!
@@ -23,10 +23,9 @@ use super::command::{Batch, Command, BATCH_MAX_BYTES, BATCH_MAX_COMMANDS};
 use super::link::{self, Link, PeerRead, PeerStream, PeerWrite};
 use super::log_store::LogStore;
 use super::members::Ensemble;
+use super::seam::{Inlet, Proposal, ReplMsg, Role, Upward};
 use super::types::{LogId, MemberId, Raft};
 use super::wire::{self, ForwardMsg, ForwardReply, Hello, Kind, RpcRequest, RpcResponse};
-use crate::server::core::replicated::{Inlet, Proposal, ReplMsg, Role};
-use crate::server::core::CoreMsg;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -79,15 +78,15 @@ fn wall_ms() -> i64 {
 
 /// Sends a core message without waiting when the core is busy (the core must never wait on us,
 /// and we should not wait on it either beyond its queue).
-async fn to_core(core: &mpsc::Sender<CoreMsg>, msg: ReplMsg) {
-    let _ = core.send(CoreMsg::Replication(msg)).await;
+async fn to_core(core: &Upward, msg: ReplMsg) {
+    let _ = core.tell(msg).await;
 }
 
 /// Watches openraft's metrics and tells the core its role: leader, follower, observer, or
 /// looking (no leader, or a leader or member that lost touch with the quorum for `stale`).
 pub async fn watch_role(
     raft: Raft,
-    core: mpsc::Sender<CoreMsg>,
+    core: Upward,
     status: Arc<MemberStatus>,
     stale: Duration,
     shutdown: CancellationToken,

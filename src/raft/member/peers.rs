@@ -10,7 +10,7 @@ pub struct PeerPort {
     pub link: Link,
     pub raft: Raft,
     pub submitter: Submitter,
-    pub core: mpsc::Sender<CoreMsg>,
+    pub core: Upward,
     pub status: Arc<MemberStatus>,
     pub log: LogStore,
 }
@@ -272,7 +272,7 @@ pub(super) async fn serve_forward(
     s: PeerStream,
     raft: &Raft,
     submitter: &Submitter,
-    core: &mpsc::Sender<CoreMsg>,
+    core: &Upward,
     timing: crate::raft::timing::Timing,
 ) -> Result<(), wire::PeerError> {
     let (mut rd, mut wr) = link::split(s);

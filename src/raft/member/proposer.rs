@@ -142,17 +142,11 @@ pub(super) struct Forward {
 }
 
 impl Forward {
-    fn open(
-        leader: MemberId,
-        s: PeerStream,
-        core: &mpsc::Sender<CoreMsg>,
-        wait: Duration,
-        stop: &CancellationToken,
-    ) -> Forward {
+    fn open(leader: MemberId, s: PeerStream, core: &Upward, wait: Duration, stop: &CancellationToken) -> Forward {
         let (rd, wr) = link::split(s);
         let broken = Arc::new(AtomicBool::new(false));
         let (queue, frames) = mpsc::channel(FORWARD_QUEUE);
-        let (touches, reports) = mpsc::channel(crate::server::core::replicated::TOUCH_QUEUE);
+        let (touches, reports) = mpsc::channel(crate::raft::seam::TOUCH_QUEUE);
         tokio::spawn(read_replies(rd, core.clone(), broken.clone(), stop.clone()));
         tokio::spawn(write_forward(leader, wr, frames, reports, core.clone(), broken.clone(), wait));
         Forward { leader, queue, touches, broken }
@@ -186,7 +180,7 @@ async fn write_forward(
     mut wr: PeerWrite,
     mut frames: mpsc::Receiver<ForwardMsg>,
     mut reports: mpsc::Receiver<Vec<crate::txn::SessionId>>,
-    core: mpsc::Sender<CoreMsg>,
+    core: Upward,
     broken: Arc<AtomicBool>,
     wait: Duration,
 ) {
@@ -216,7 +210,7 @@ pub async fn propose(
     ensemble: Arc<parking_lot::RwLock<Ensemble>>,
     raft: Raft,
     submitter: Submitter,
-    core: mpsc::Sender<CoreMsg>,
+    core: Upward,
     mut rx: Inlet,
     shutdown: CancellationToken,
 ) {
@@ -331,7 +325,7 @@ pub async fn propose(
 }
 
 /// A proposal that cannot go anywhere (no leader): its waiter fails at once.
-pub(super) async fn refuse(core: &mpsc::Sender<CoreMsg>, p: Proposal) {
+pub(super) async fn refuse(core: &Upward, p: Proposal) {
     match p {
         Proposal::Command(cmd) if cmd.origin.seq != 0 => {
             to_core(core, ReplMsg::ProposalFailed { seq: cmd.origin.seq }).await
@@ -342,12 +336,7 @@ pub(super) async fn refuse(core: &mpsc::Sender<CoreMsg>, p: Proposal) {
     }
 }
 
-pub(super) async fn read_replies(
-    mut rd: PeerRead,
-    core: mpsc::Sender<CoreMsg>,
-    broken: Arc<AtomicBool>,
-    shutdown: CancellationToken,
-) {
+pub(super) async fn read_replies(mut rd: PeerRead, core: Upward, broken: Arc<AtomicBool>, shutdown: CancellationToken) {
     loop {
         let frame = tokio::select! {
             _ = shutdown.cancelled() => return,

@@ -68,6 +68,15 @@ pub enum CoreMsg {
     Replication(replicated::ReplMsg),
 }
 
+impl From<replicated::Up> for CoreMsg {
+    fn from(up: replicated::Up) -> CoreMsg {
+        match up {
+            replicated::Up::Apply { entries, done } => CoreMsg::Apply { entries, done },
+            replicated::Up::Tell(m) => CoreMsg::Replication(m),
+        }
+    }
+}
+
 /// Numbers for four-letter words and metrics.
 #[derive(Debug, Clone, Default)]
 pub struct CoreStats {

@@ -5,6 +5,7 @@
 //!   header  "ZKRL" | format version u32 = 1
 //!   record* length u32 | crc32 u32 (of payload) | payload (bincode of the openraft Entry)
 //!   zeros   the preallocated rest; a length of 0 marks the end of the data
+//!   (the standalone log's segment format, `storage::segment`, with its own magic and names)
 //! <dataDir>/raft/vote        the vote (bincode) | crc32, replaced atomically, fsync'd
 //! <dataDir>/raft/purged      the last purged log id, likewise
 //! <dataDir>/raft/committed   the last committed log id, likewise (a hint: not fsync'd)
@@ -27,17 +28,14 @@ use openraft::{LogState, RaftLogReader};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, VecDeque};
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
+use std::io::Read;
 use std::ops::{Bound, RangeBounds};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-const MAGIC: &[u8; 4] = b"ZKRL";
-const VERSION: u32 = 1;
-const HEADER: u64 = 8;
-/// Segment size (preallocated, so appends change no file metadata).
-pub const SEGMENT_BYTES: u64 = 64 * 1024 * 1024;
+pub(crate) use crate::storage::segment::sync_dir;
+use crate::storage::segment::{self, HEADER, PREFIX, RAFT, SEGMENT_BYTES};
 
 /// Where one entry lives.
 #[derive(Debug, Clone, Copy)]
@@ -110,7 +108,7 @@ impl State {
 }
 
 fn seg_name(first: u64) -> String {
-    format!("seg.{first:016x}")
+    RAFT.name(first)
 }
 
 /// What the writer thread does, in order.
@@ -165,7 +163,7 @@ impl LogStore {
             purged: read_small::<LogId>(&purged).map_err(|e| E::io(&purged, e))?,
             failed: None,
         };
-        let names = crate::storage::numbered_files(dir, "seg.")?;
+        let names = crate::storage::numbered_files(dir, RAFT.prefix)?;
         let count = names.len();
         for (n, (seg, path)) in names.into_iter().enumerate() {
             let last = n + 1 == count;
@@ -236,7 +234,7 @@ fn scan_segment(st: &mut State, seg: u64, path: &Path, last: bool) -> Result<(),
     use crate::storage::StorageError as E;
     let corrupt = |offset: u64, reason: String| E::Corrupt { file: path.to_owned(), offset, reason };
     let bytes = std::fs::read(path).map_err(|e| E::io(path, e))?;
-    if bytes.len() < HEADER as usize || &bytes[..4] != MAGIC {
+    if !RAFT.has_header(&bytes) {
         if last && bytes.iter().all(|b| *b == 0) {
             tracing::warn!(file = %path.display(), "empty raft log segment (crash while creating it): removing");
             std::fs::remove_file(path).map_err(|e| E::io(path, e))?;
@@ -246,11 +244,11 @@ fn scan_segment(st: &mut State, seg: u64, path: &Path, last: bool) -> Result<(),
     }
     let mut off = HEADER as usize;
     loop {
-        if off + 8 > bytes.len() {
+        let Some(prefix) = bytes.get(off..off + PREFIX).and_then(|p| <&[u8; PREFIX]>::try_from(p).ok()) else {
             break;
-        }
-        let len = u32::from_be_bytes([bytes[off], bytes[off + 1], bytes[off + 2], bytes[off + 3]]) as usize;
-        let crc = u32::from_be_bytes([bytes[off + 4], bytes[off + 5], bytes[off + 6], bytes[off + 7]]);
+        };
+        let (len, crc) = segment::read_prefix(prefix);
+        let len = len as usize;
         let rest_zero = |from: usize| bytes[from.min(bytes.len())..].iter().all(|b| *b == 0);
         if len == 0 && crc == 0 {
             if rest_zero(off) {
@@ -259,7 +257,7 @@ fn scan_segment(st: &mut State, seg: u64, path: &Path, last: bool) -> Result<(),
             return Err(corrupt(off as u64, "a zero record header followed by data".into()));
         }
         let end = off + 8 + len;
-        let entry = (end <= bytes.len() && crc32fast::hash(&bytes[off + 8..end]) == crc)
+        let entry = (end <= bytes.len() && segment::checks(&bytes[off + 8..end], crc))
             .then(|| bincode::deserialize::<Entry>(&bytes[off + 8..end]).ok())
             .flatten();
         let Some(entry) = entry else {
@@ -403,20 +401,7 @@ fn writer(dir: PathBuf, rx: std::sync::mpsc::Receiver<Job>, state: Arc<Mutex<Sta
 }
 
 fn create_segment(dir: &Path, seg: u64) -> std::io::Result<File> {
-    let path = dir.join(seg_name(seg));
-    let mut f = OpenOptions::new().create(true).truncate(true).write(true).open(&path)?;
-    f.set_len(SEGMENT_BYTES)?;
-    f.write_all(MAGIC)?;
-    f.write_all(&VERSION.to_be_bytes())?;
-    f.sync_all()?;
-    sync_dir(dir);
-    Ok(f)
-}
-
-pub(crate) fn sync_dir(dir: &Path) {
-    if let Ok(d) = File::open(dir) {
-        let _ = d.sync_all();
-    }
+    RAFT.create(dir, seg, true).map(|(_, f)| f)
 }
 
 /// Writes a small value (bincode + crc32) to `path` atomically; fsync'd when `durable`.
@@ -560,8 +545,12 @@ impl RaftLogStorage<Zkr> for LogStore {
         // One job per segment touched: (segment, create it, offset, bytes, last index).
         let mut parts: Vec<(u64, bool, u64, Vec<u8>, u64)> = Vec::new();
         for e in entries {
-            let payload = bincode::serialize(&e).map_err(log_err)?;
-            let rec_len = 8 + payload.len() as u64;
+            let mut record = Vec::new();
+            let mut encoded = Ok(());
+            segment::frame(&mut record, |b| encoded = bincode::serialize_into(b, &e));
+            encoded.map_err(log_err)?;
+            let payload_len = (record.len() - PREFIX) as u32;
+            let rec_len = record.len() as u64;
             match st.last() {
                 // openraft appends past a snapshot it installed before purging what the snapshot
                 // covers: those older entries are obsolete. The new run starts its own segment,
@@ -597,15 +586,13 @@ impl RaftLogStorage<Zkr> for LogStore {
                 st.first = e.log_id.index;
             }
             let offset = st.write_off;
-            st.locs.push_back(Loc { log_id: e.log_id, seg, offset, len: payload.len() as u32 });
+            st.locs.push_back(Loc { log_id: e.log_id, seg, offset, len: payload_len });
             st.write_off += rec_len;
             if let Some(p) = parts.last_mut() {
-                p.3.extend_from_slice(&(payload.len() as u32).to_be_bytes());
-                p.3.extend_from_slice(&crc32fast::hash(&payload).to_be_bytes());
-                p.3.extend_from_slice(&payload);
+                p.3.extend_from_slice(&record);
                 p.4 = e.log_id.index;
             }
-            st.cache.push_back(e, payload.len() as u32);
+            st.cache.push_back(e, payload_len);
         }
         drop(st);
         if parts.is_empty() {
@@ -695,19 +682,5 @@ impl RaftLogStorage<Zkr> for LogStore {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::clamp_committed;
-    use openraft::{CommittedLeaderId, LogId};
-
-    fn id(term: u64, index: u64) -> LogId<u64> {
-        LogId::new(CommittedLeaderId::new(term, 1), index)
-    }
-
-    #[test]
-    fn a_commit_hint_past_the_end_of_a_cut_log_is_clamped_to_it() {
-        assert_eq!(clamp_committed(Some(id(1, 898)), Some(id(1, 897))), Some(id(1, 897)));
-        assert_eq!(clamp_committed(Some(id(1, 10)), None), None);
-        assert_eq!(clamp_committed(Some(id(1, 5)), Some(id(2, 9))), Some(id(1, 5)));
-        assert_eq!(clamp_committed(None, Some(id(2, 9))), None);
-    }
-}
+#[path = "log_store_tests.rs"]
+mod tests;

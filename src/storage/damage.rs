@@ -93,7 +93,7 @@ pub fn scan_rest(file: &File, from: u64, end: u64, prev: Zxid) -> std::io::Resul
             let crc = u32::from_be_bytes([window[i + 4], window[i + 5], window[i + 6], window[i + 7]]);
             payload.resize(len as usize, 0);
             file.read_exact_at(&mut payload, p + 8)?;
-            if crc32fast::hash(&payload) == crc && super::record::decode(&payload).is_ok() {
+            if super::segment::checks(&payload, crc) && super::record::decode(&payload).is_ok() {
                 return Ok(Rest { valid: Some((p, zxid)), written_end });
             }
         }
@@ -127,12 +127,7 @@ fn fresh_name(segment: &Path, kind: &str) -> Result<PathBuf, StorageError> {
     Ok(path)
 }
 
-fn sync_dir(dir: &Path) {
-    // Best effort, as for new segments: not every file system lets a directory be fsync'd.
-    if let Ok(d) = File::open(dir) {
-        let _ = d.sync_all();
-    }
-}
+use super::segment::sync_dir;
 
 /// Copies the first `len` bytes of `segment` (its written part, not the preallocated zeros)
 /// into `damaged/`, durably, and returns the copy's path.

@@ -1,17 +1,137 @@
-//! The standalone log's segment files: their header and size, and their names. Below both the
-//! writer and replay (`wal`) and the damage scan (`damage`), which read the same segments.
+//! The one segment and record format of zkr's logs: the standalone write-ahead log (`wal`) and
+//! an ensemble member's Raft log (`raft::log_store`) write the same files, told apart by their
+//! magic and their names.
+//!
+//! ```text
+//! segment file  <prefix><index of its first record, 16 hex digits>
+//!   header      magic (4 bytes) | format version u32 = 1
+//!   record*     length u32 | crc32 u32 (of payload) | payload
+//!   zeros       the preallocated rest; a length of 0 marks the end of the data
+//! ```
+//! All integers big-endian. A segment is preallocated to `SEGMENT_BYTES` so appends do not
+//! change file metadata (ZooKeeper preallocates its logs too). What a payload holds, and how a
+//! bad record is judged (torn tail or damage), is each log's own.
 
 use crate::txn::Zxid;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
 
-/// A segment starts with this magic and `VERSION` (big-endian u32).
-pub const MAGIC: &[u8; 4] = b"ZKRW";
+/// The format version every segment's header carries.
 pub const VERSION: u32 = 1;
 /// Bytes of a segment's header; the first record starts here.
 pub const HEADER: u64 = 8;
 /// Size a segment is preallocated to (ZooKeeper preallocates 64 MB too).
 pub const SEGMENT_BYTES: u64 = 64 * 1024 * 1024;
+/// Bytes before a record's payload: its length and its checksum.
+pub const PREFIX: usize = 8;
 
-/// `log.<first zxid, 16 hex digits>`, as ZooKeeper names its log files by their first zxid.
+/// One log's segments: their magic and the prefix of their names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Kind {
+    pub magic: &'static [u8; 4],
+    pub prefix: &'static str,
+}
+
+/// The standalone log: `log.<first zxid>`, as ZooKeeper names its log files by their first zxid.
+pub const WAL: Kind = Kind { magic: b"ZKRW", prefix: "log." };
+/// An ensemble member's Raft log: `seg.<first log index>`.
+pub const RAFT: Kind = Kind { magic: b"ZKRL", prefix: "seg." };
+
+/// The standalone log's magic (tools and tests that read segments by hand).
+pub const MAGIC: &[u8; 4] = WAL.magic;
+
+/// `log.<first zxid, 16 hex digits>`.
 pub fn segment_name(first_zxid: Zxid) -> String {
-    format!("log.{first_zxid:016x}")
+    WAL.name(first_zxid as u64)
+}
+
+impl Kind {
+    /// The file name of the segment whose first record is `first`.
+    pub fn name(self, first: u64) -> String {
+        format!("{}{first:016x}", self.prefix)
+    }
+
+    /// True if `bytes` (a segment's start) is this kind's header.
+    pub fn has_header(self, bytes: &[u8]) -> bool {
+        bytes.len() >= HEADER as usize && &bytes[..4] == self.magic
+    }
+
+    /// Creates the segment whose first record is `first`: preallocated, its header written,
+    /// the file and the directory fsync'd before any record goes in. `replace` overwrites a
+    /// file of that name; otherwise one that exists is an error.
+    pub fn create(self, dir: &Path, first: u64, replace: bool) -> std::io::Result<(PathBuf, File)> {
+        let path = dir.join(self.name(first));
+        let mut opts = OpenOptions::new();
+        opts.write(true);
+        if replace {
+            opts.create(true).truncate(true);
+        } else {
+            opts.create_new(true);
+        }
+        let mut f = opts.open(&path)?;
+        f.set_len(SEGMENT_BYTES)?;
+        f.write_all(self.magic)?;
+        f.write_all(&VERSION.to_be_bytes())?;
+        f.sync_all()?;
+        sync_dir(dir);
+        Ok((path, f))
+    }
+}
+
+/// Appends one record to `out`: the payload `encode` writes, framed by its length and checksum.
+pub fn frame(out: &mut Vec<u8>, encode: impl FnOnce(&mut Vec<u8>)) {
+    let start = out.len();
+    out.extend_from_slice(&[0; PREFIX]);
+    encode(out);
+    let payload = &out[start + PREFIX..];
+    let len = payload.len() as u32;
+    let crc = crc32fast::hash(payload);
+    out[start..start + 4].copy_from_slice(&len.to_be_bytes());
+    out[start + 4..start + PREFIX].copy_from_slice(&crc.to_be_bytes());
+}
+
+/// A record's length and checksum, from its prefix.
+pub fn read_prefix(p: &[u8; PREFIX]) -> (u32, u32) {
+    (u32::from_be_bytes([p[0], p[1], p[2], p[3]]), u32::from_be_bytes([p[4], p[5], p[6], p[7]]))
+}
+
+/// True if `payload` is what a record with checksum `crc` holds.
+pub fn checks(payload: &[u8], crc: u32) -> bool {
+    crc32fast::hash(payload) == crc
+}
+
+/// Makes a directory's entries (a created, renamed or removed file) durable; best effort, as a
+/// directory cannot be fsync'd on every platform.
+pub fn sync_dir(dir: &Path) {
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Both logs' segments keep the layout data directories of earlier releases have on disk.
+    #[test]
+    fn both_logs_keep_their_names_headers_and_record_frames() {
+        assert_eq!(WAL.name(0x1_0000_0001), "log.0000000100000001");
+        assert_eq!(RAFT.name(17), "seg.0000000000000011");
+        let mut out = Vec::new();
+        frame(&mut out, |b| b.extend_from_slice(b"abc"));
+        let prefix: [u8; PREFIX] = out[..PREFIX].try_into().unwrap();
+        assert_eq!(read_prefix(&prefix), (3, crc32fast::hash(b"abc")));
+        assert!(checks(&out[PREFIX..], read_prefix(&prefix).1));
+        let dir = std::env::temp_dir().join(format!("zkr-segment-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let (path, _) = RAFT.create(&dir, 5, false).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!((bytes.len() as u64, &bytes[..8]), (SEGMENT_BYTES, &b"ZKRL\0\0\0\x01"[..]));
+        assert!(RAFT.has_header(&bytes) && !WAL.has_header(&bytes));
+        assert!(RAFT.create(&dir, 5, false).is_err(), "an existing segment is not overwritten");
+        assert!(RAFT.create(&dir, 5, true).is_ok());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -6,8 +6,8 @@
 //!   record*     length u32 | crc32 u32 (of payload) | payload (a Txn, see record.rs)
 //!   zeros       the preallocated rest; a length of 0 marks the end of the data
 //! ```
-//! All integers big-endian. A segment is preallocated to `SEGMENT_BYTES` so appends do not
-//! change file metadata; a new segment starts when the current one is full.
+//! That is the segment format of `segment.rs`, which the Raft log shares; a new segment starts
+//! when the current one is full.
 //!
 //! Recovery reads every segment in zxid order. A bad record (a length that is too large or runs
 //! past the file, a checksum mismatch, a payload that does not decode, or a zero length with
@@ -24,6 +24,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
+use super::segment::{self, PREFIX, WAL};
 pub use super::segment::{segment_name, HEADER, MAGIC, SEGMENT_BYTES, VERSION};
 
 /// Segment files of a directory, sorted by their first zxid.
@@ -103,7 +104,7 @@ pub fn replay(dir: &Path, after: Zxid) -> Result<Replay, StorageError> {
         let mut prev = first.saturating_sub(1);
         let mut payload = Vec::new();
         loop {
-            let mut prefix = [0u8; 8];
+            let mut prefix = [0u8; PREFIX];
             let got = read_full(&mut r, &mut prefix).map_err(io)?;
             if got == 0 {
                 // The records fill the file exactly.
@@ -116,9 +117,9 @@ pub fn replay(dir: &Path, after: Zxid) -> Result<Replay, StorageError> {
                 }
                 break;
             }
-            let len = u32::from_be_bytes([prefix[0], prefix[1], prefix[2], prefix[3]]) as u64;
-            let crc = u32::from_be_bytes([prefix[4], prefix[5], prefix[6], prefix[7]]);
-            let bad = if got < 8 {
+            let (len, crc) = segment::read_prefix(&prefix);
+            let len = len as u64;
+            let bad = if got < PREFIX {
                 Some("a record prefix cut short by the end of the file".to_string())
             } else if len == 0 {
                 Some(format!("a zero length with a non-zero checksum 0x{crc:08x}"))
@@ -129,7 +130,7 @@ pub fn replay(dir: &Path, after: Zxid) -> Result<Replay, StorageError> {
                 let have = read_full(&mut r, &mut payload).map_err(io)?;
                 if have < payload.len() {
                     Some(format!("length {len} runs past the end of the file"))
-                } else if crc32fast::hash(&payload) != crc {
+                } else if !segment::checks(&payload, crc) {
                     Some(format!("record of length {len} fails its checksum"))
                 } else {
                     None
@@ -274,16 +275,9 @@ impl Wal {
     }
 
     fn create(dir: &Path, first_zxid: Zxid, force_sync: bool) -> Result<Wal, StorageError> {
-        let path = dir.join(segment_name(first_zxid));
-        let mut file =
-            OpenOptions::new().create_new(true).write(true).open(&path).map_err(|e| StorageError::io(&path, e))?;
-        file.set_len(SEGMENT_BYTES).map_err(|e| StorageError::io(&path, e))?;
-        file.write_all(MAGIC).map_err(|e| StorageError::io(&path, e))?;
-        file.write_all(&VERSION.to_be_bytes()).map_err(|e| StorageError::io(&path, e))?;
-        file.sync_all().map_err(|e| StorageError::io(&path, e))?;
-        if let Ok(d) = File::open(dir) {
-            let _ = d.sync_all();
-        }
+        let (path, file) = WAL
+            .create(dir, first_zxid as u64, false)
+            .map_err(|e| StorageError::io(&dir.join(segment_name(first_zxid)), e))?;
         Ok(Wal {
             dir: dir.to_owned(),
             file,
@@ -330,14 +324,7 @@ impl Wal {
 
 /// Frames one txn as a log record onto `out`.
 pub fn frame(txn: &Txn, out: &mut Vec<u8>) {
-    let start = out.len();
-    out.extend_from_slice(&[0; 8]);
-    super::record::encode(txn, out);
-    let payload = &out[start + 8..];
-    let len = payload.len() as u32;
-    let crc = crc32fast::hash(payload);
-    out[start..start + 4].copy_from_slice(&len.to_be_bytes());
-    out[start + 4..start + 8].copy_from_slice(&crc.to_be_bytes());
+    segment::frame(out, |b| super::record::encode(txn, b));
 }
 
 #[cfg(test)]

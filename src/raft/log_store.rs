@@ -243,10 +243,7 @@ fn scan_segment(st: &mut State, seg: u64, path: &Path, last: bool) -> Result<(),
         return Err(corrupt(0, "not a zkr raft log segment".into()));
     }
     let mut off = HEADER as usize;
-    loop {
-        let Some(prefix) = bytes.get(off..off + PREFIX).and_then(|p| <&[u8; PREFIX]>::try_from(p).ok()) else {
-            break;
-        };
+    while let Some(prefix) = bytes.get(off..off + PREFIX).and_then(|p| <&[u8; PREFIX]>::try_from(p).ok()) {
         let (len, crc) = segment::read_prefix(prefix);
         let len = len as usize;
         let rest_zero = |from: usize| bytes[from.min(bytes.len())..].iter().all(|b| *b == 0);

@@ -22,7 +22,7 @@
 #![allow(clippy::result_large_err)] // openraft's StorageError is the trait's error type
 
 use super::log_cache::LogCache;
-use super::types::{log_err, Entry, LogId, StorageError, Vote, Zkr};
+use super::types::{log_err, log_msg, Entry, LogId, StorageError, Vote, Zkr};
 use openraft::storage::{LogFlushed, RaftLogStorage};
 use openraft::{LogState, RaftLogReader};
 use parking_lot::Mutex;
@@ -83,7 +83,8 @@ impl State {
         self.cache.trim(flushed);
     }
 
-    fn get(&self, index: u64) -> Result<Option<Entry>, String> {
+    fn get(&self, index: u64) -> Result<Option<Entry>, crate::storage::StorageError> {
+        use crate::storage::StorageError as E;
         if index < self.first || index >= self.first + self.locs.len() as u64 {
             return Ok(None);
         }
@@ -92,18 +93,17 @@ impl State {
             return Ok(self.cache.get((index - cache_first) as usize).cloned());
         }
         let loc = self.locs[(index - self.first) as usize];
-        let file = self.segs.get(&loc.seg).ok_or_else(|| format!("segment {} of entry {index} is gone", loc.seg))?;
-        let mut buf = vec![0u8; 8 + loc.len as usize];
-        file.read_exact_at(&mut buf, loc.offset).map_err(|e| format!("{}: {e}", self.seg_path(loc.seg).display()))?;
-        let payload = &buf[8..];
-        if crc32fast::hash(payload) != u32::from_be_bytes([buf[4], buf[5], buf[6], buf[7]]) {
-            return Err(format!(
-                "{}: entry {index} at offset {} fails its checksum",
-                self.seg_path(loc.seg).display(),
-                loc.offset
-            ));
+        let path = self.seg_path(loc.seg);
+        let corrupt = |reason: String| E::Corrupt { file: path.clone(), offset: loc.offset, reason };
+        let file = self.segs.get(&loc.seg).ok_or_else(|| corrupt(format!("the segment of entry {index} is gone")))?;
+        let mut buf = vec![0u8; PREFIX + loc.len as usize];
+        file.read_exact_at(&mut buf, loc.offset).map_err(|e| E::io(&path, e))?;
+        let (prefix, payload) = buf.split_at(PREFIX);
+        let crc = prefix.try_into().map(|p| segment::read_prefix(p).1).unwrap_or_default();
+        if !segment::checks(payload, crc) {
+            return Err(corrupt(format!("entry {index} fails its checksum")));
         }
-        bincode::deserialize(payload).map(Some).map_err(|e| format!("entry {index}: {e}"))
+        bincode::deserialize(payload).map(Some).map_err(|e| corrupt(format!("entry {index} does not decode: {e}")))
     }
 }
 
@@ -128,11 +128,11 @@ enum Job {
     Truncate {
         seg: Option<(u64, u64)>,
         drop: Vec<PathBuf>,
-        done: std::sync::mpsc::SyncSender<Result<(), String>>,
+        done: std::sync::mpsc::SyncSender<std::io::Result<()>>,
     },
     Remove {
         paths: Vec<PathBuf>,
-        done: std::sync::mpsc::SyncSender<Result<(), String>>,
+        done: std::sync::mpsc::SyncSender<std::io::Result<()>>,
     },
 }
 
@@ -218,13 +218,13 @@ impl LogStore {
 
     fn wait(
         &self,
-        job: impl FnOnce(std::sync::mpsc::SyncSender<Result<(), String>>) -> Job,
+        job: impl FnOnce(std::sync::mpsc::SyncSender<std::io::Result<()>>) -> Job,
     ) -> Result<(), StorageError> {
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        self.jobs.send(job(tx)).map_err(|_| log_err("the log writer has stopped"))?;
+        self.jobs.send(job(tx)).map_err(|_| log_msg("the log writer has stopped"))?;
         // The writer only does file I/O; waiting here briefly is what openraft expects of
         // truncate and purge (they are rare: a new leader's conflicts, a snapshot's purge).
-        tokio::task::block_in_place(|| rx.recv()).map_err(|_| log_err("the log writer has stopped"))?.map_err(log_err)
+        tokio::task::block_in_place(|| rx.recv()).map_err(|_| log_msg("the log writer has stopped"))?.map_err(log_err)
     }
 }
 
@@ -363,12 +363,12 @@ fn writer(dir: PathBuf, rx: std::sync::mpsc::Receiver<Job>, state: Arc<Mutex<Sta
                         sync_dir(&dir);
                         Ok(())
                     })();
-                    let _ = tx.send(res.map_err(|e| format!("cannot truncate the raft log: {e}")));
+                    let _ = tx.send(res);
                 }
                 Job::Remove { paths, done: tx } => {
                     let res = paths.iter().try_for_each(std::fs::remove_file);
                     sync_dir(&dir);
-                    let _ = tx.send(res.map_err(|e| format!("cannot purge the raft log: {e}")));
+                    let _ = tx.send(res);
                 }
             }
         }
@@ -471,14 +471,14 @@ impl RaftLogReader<Zkr> for LogStore {
                 Some(e) if e.log_id.index == i => out.push(e),
                 Some(e) => {
                     let cache = (st.cache.front().map(|e| e.log_id.index), st.cache.len());
-                    return Err(log_err(format!(
+                    return Err(log_msg(format!(
                         "entry {i} read as entry {} (log holds {}..{last}, cache {cache:?})",
                         e.log_id.index, st.first
                     )));
                 }
                 None => {
                     let cache = (st.cache.front().map(|e| e.log_id.index), st.cache.len());
-                    return Err(log_err(format!(
+                    return Err(log_msg(format!(
                         "entry {i} is missing from the log (holds {}..{last}, cache {cache:?})",
                         st.first
                     )));
@@ -537,7 +537,7 @@ impl RaftLogStorage<Zkr> for LogStore {
     {
         let mut st = self.state.lock();
         if let Some(why) = &st.failed {
-            return Err(log_err(why));
+            return Err(log_msg(why));
         }
         // One job per segment touched: (segment, create it, offset, bytes, last index).
         let mut parts: Vec<(u64, bool, u64, Vec<u8>, u64)> = Vec::new();
@@ -559,7 +559,7 @@ impl RaftLogStorage<Zkr> for LogStore {
                     st.write_seg = None;
                 }
                 Some(prev) if e.log_id.index <= prev.index => {
-                    return Err(log_err(format!(
+                    return Err(log_msg(format!(
                         "entry {} appended over entry {} without a truncate",
                         e.log_id.index, prev.index
                     )));
@@ -602,7 +602,7 @@ impl RaftLogStorage<Zkr> for LogStore {
             let done = if k + 1 == n { callback.take() } else { None };
             self.jobs
                 .send(Job::Append { seg, create, offset, bytes, last, done })
-                .map_err(|_| log_err("the log writer has stopped"))?;
+                .map_err(|_| log_msg("the log writer has stopped"))?;
         }
         Ok(())
     }

@@ -12,7 +12,7 @@
 
 use super::log_store::{read_small, write_small};
 use super::seam::{Committed, CommittedPayload, ReplMsg, Up, Upward};
-use super::types::{sm_err, Entry, LogId, Membership, SnapshotMeta, StorageError, Zkr};
+use super::types::{sm_err, sm_msg, Entry, LogId, Membership, SnapshotMeta, StorageError, Zkr};
 use crate::tree::DataTree;
 use openraft::storage::{RaftStateMachine, Snapshot};
 use openraft::{EntryPayload, RaftSnapshotBuilder};
@@ -167,7 +167,7 @@ impl StateMachine {
         if self.core.send(up).await {
             Ok(())
         } else {
-            Err(sm_err("the core has stopped"))
+            Err(sm_msg("the core has stopped"))
         }
     }
 }
@@ -184,9 +184,9 @@ impl RaftSnapshotBuilder<Zkr> for Builder {
         self.due.reset();
         let (tx, rx) = oneshot::channel();
         if !self.core.tell(ReplMsg::SnapshotView(tx)).await {
-            return Err(sm_err("the core has stopped"));
+            return Err(sm_msg("the core has stopped"));
         }
-        let view = rx.await.map_err(|_| sm_err("the core has stopped"))?;
+        let view = rx.await.map_err(|_| sm_msg("the core has stopped"))?;
         let dir = self.dir.clone();
         let meta = SnapshotMeta {
             last_log_id: view.log_id,
@@ -194,10 +194,11 @@ impl RaftSnapshotBuilder<Zkr> for Builder {
             snapshot_id: view.log_id.map_or("0-0".to_owned(), |l| format!("{}-{}", l.leader_id.term, l.index)),
         };
         let m = meta.clone();
-        let path = tokio::task::spawn_blocking(move || -> Result<PathBuf, String> {
-            std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-            let path = crate::storage::snapshot::write(&dir, &view.tree).map_err(|e| e.to_string())?;
-            write_small(&meta_path(&path), &m, true).map_err(|e| e.to_string())?;
+        let path = tokio::task::spawn_blocking(move || -> Result<PathBuf, crate::storage::StorageError> {
+            std::fs::create_dir_all(&dir).map_err(|e| crate::storage::StorageError::io(&dir, e))?;
+            let path = crate::storage::snapshot::write(&dir, &view.tree)?;
+            let mp = meta_path(&path);
+            write_small(&mp, &m, true).map_err(|e| crate::storage::StorageError::io(&mp, e))?;
             purge(&dir);
             Ok(path)
         })
@@ -245,7 +246,7 @@ impl RaftStateMachine<Zkr> for StateMachine {
         }
         let (done, rx) = oneshot::channel();
         self.to_core(Up::Apply { entries: batch, done }).await?;
-        rx.await.map_err(|_| sm_err("the core has stopped"))?;
+        rx.await.map_err(|_| sm_msg("the core has stopped"))?;
         self.due.add(commands);
         Ok(vec![(); n])
     }
@@ -277,15 +278,16 @@ impl RaftStateMachine<Zkr> for StateMachine {
         snapshot.sync_all().await.map_err(sm_err)?;
         drop(snapshot);
         let Some(received) = self.receiving.take() else {
-            return Err(sm_err("a snapshot to install that was never received"));
+            return Err(sm_msg("a snapshot to install that was never received"));
         };
         let dir = self.dir.clone();
         let m = meta.clone();
-        let tree = tokio::task::spawn_blocking(move || -> Result<DataTree, String> {
-            let tree = crate::storage::snapshot::read(&received).map_err(|e| e.to_string())?;
+        let tree = tokio::task::spawn_blocking(move || -> Result<DataTree, crate::storage::StorageError> {
+            let tree = crate::storage::snapshot::read(&received)?;
             let path = dir.join(crate::storage::snapshot::file_name(tree.last_zxid()));
-            std::fs::rename(&received, &path).map_err(|e| e.to_string())?;
-            write_small(&meta_path(&path), &m, true).map_err(|e| e.to_string())?;
+            std::fs::rename(&received, &path).map_err(|e| crate::storage::StorageError::io(&path, e))?;
+            let mp = meta_path(&path);
+            write_small(&mp, &m, true).map_err(|e| crate::storage::StorageError::io(&mp, e))?;
             purge(&dir);
             Ok(tree)
         })
@@ -301,7 +303,7 @@ impl RaftStateMachine<Zkr> for StateMachine {
             done,
         };
         self.to_core(Up::Tell(msg)).await?;
-        rx.await.map_err(|_| sm_err("the core has stopped"))?;
+        rx.await.map_err(|_| sm_msg("the core has stopped"))?;
         self.applied = meta.last_log_id;
         self.membership = meta.last_membership.clone();
         self.due.reset();

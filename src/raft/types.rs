@@ -46,14 +46,25 @@ pub fn next_zxid(last: i64, log_id: &LogId) -> i64 {
     (last + 1).max(epoch_start(log_id) + 1)
 }
 
-/// Wraps any error as openraft's storage I/O error on the log.
-pub fn log_err(e: impl std::fmt::Display) -> StorageError {
-    openraft::StorageIOError::write_logs(openraft::AnyError::error(e.to_string())).into()
+/// openraft's storage I/O error on the log, keeping `e` and its sources (as openraft's own
+/// stores do with `StorageIOError::write_logs(&e)`).
+pub fn log_err<E: std::error::Error + 'static>(e: E) -> StorageError {
+    openraft::StorageIOError::write_logs(openraft::AnyError::new(&e)).into()
 }
 
-/// Wraps any error as openraft's storage I/O error on the state machine.
-pub fn sm_err(e: impl std::fmt::Display) -> StorageError {
-    openraft::StorageIOError::write_state_machine(openraft::AnyError::error(e.to_string())).into()
+/// openraft's storage I/O error on the log, for a failure that has no error value of its own.
+pub fn log_msg(msg: impl std::fmt::Display) -> StorageError {
+    openraft::StorageIOError::write_logs(openraft::AnyError::error(msg)).into()
+}
+
+/// openraft's storage I/O error on the state machine, keeping `e` and its sources.
+pub fn sm_err<E: std::error::Error + 'static>(e: E) -> StorageError {
+    openraft::StorageIOError::write_state_machine(openraft::AnyError::new(&e)).into()
+}
+
+/// openraft's storage I/O error on the state machine, for a failure without an error value.
+pub fn sm_msg(msg: impl std::fmt::Display) -> StorageError {
+    openraft::StorageIOError::write_state_machine(openraft::AnyError::error(msg)).into()
 }
 
 #[cfg(test)]

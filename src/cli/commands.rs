@@ -234,46 +234,7 @@ pub fn parse(words: &[String], mode: &mut AddWatchMode, term: &mut Term) -> Resu
     let name = words.first().map(String::as_str).unwrap_or("");
     let path1 = |p: &Parsed| arg(p, 1).unwrap_or_default();
     Ok(match name {
-        "ls" => {
-            let p = opts(LS, words)?;
-            if p.has('?') {
-                term.out(LS_HELP);
-            }
-            let p = watch_compat(
-                LS,
-                words,
-                p,
-                term,
-                "'ls path [watch]' has been deprecated. Please use 'ls [-w] path' instead.",
-            )?;
-            Command::Ls { path: arg(&p, 1), watch: p.has('w'), stat: p.has('s'), recursive: p.has('R') }
-        }
-        "get" => {
-            const S: &[OptSpec] = &[flag('s'), flag('w')];
-            let p = opts(S, words)?;
-            need(&p, 2, name)?;
-            let p = watch_compat(
-                S,
-                words,
-                p,
-                term,
-                "'get path [watch]' has been deprecated. Please use 'get [-s] [-w] path' instead.",
-            )?;
-            Command::Get { path: path1(&p), watch: p.has('w'), stat: p.has('s') }
-        }
-        "stat" => {
-            const S: &[OptSpec] = &[flag('w')];
-            let p = opts(S, words)?;
-            need(&p, 2, name)?;
-            let p = watch_compat(
-                S,
-                words,
-                p,
-                term,
-                "'stat path [watch]' has been deprecated. Please use 'stat [-w] path' instead.",
-            )?;
-            Command::Stat { path: path1(&p), watch: p.has('w') }
-        }
+        "ls" | "get" | "stat" => read_command(name, words, term)?,
         "create" => {
             let p = opts(&[flag('e'), flag('s'), flag('c'), with_arg('t')], words)?;
             need(&p, 2, name)?;
@@ -342,6 +303,75 @@ pub fn parse(words: &[String], mode: &mut AddWatchMode, term: &mut Term) -> Resu
         "close" => Command::Close,
         "getAllChildrenNumber" => Command::GetAllChildrenNumber { path: arg(&opts(&[], words)?, 1) },
         "getEphemerals" => Command::GetEphemerals { path: arg(&opts(&[], words)?, 1) },
+        "addWatch" | "removewatches" => watch_command(name, words, mode)?,
+        "config" => {
+            let p = opts(&[flag('s'), flag('w'), flag('c')], words)?;
+            Command::Config { client: p.has('c'), watch: p.has('w'), stat: p.has('s') }
+        }
+        "setquota" | "listquota" | "delquota" => quota_command(name, words)?,
+        "version" => {
+            let p = opts(&[], words)?;
+            if p.args.len() > 1 {
+                return Err(CliError::Parse(usage_of(name)));
+            }
+            Command::Version
+        }
+        other => Command::Unsupported(other.to_string()),
+    })
+}
+
+/// `ls`, `get`, `stat`: the reads, with zkCli's deprecated trailing `watch` argument.
+fn read_command(name: &str, words: &[String], term: &mut Term) -> Result<Command, CliError> {
+    let path1 = |p: &Parsed| arg(p, 1).unwrap_or_default();
+    Ok(match name {
+        "ls" => {
+            let p = opts(LS, words)?;
+            if p.has('?') {
+                term.out(LS_HELP);
+            }
+            let p = watch_compat(
+                LS,
+                words,
+                p,
+                term,
+                "'ls path [watch]' has been deprecated. Please use 'ls [-w] path' instead.",
+            )?;
+            Command::Ls { path: arg(&p, 1), watch: p.has('w'), stat: p.has('s'), recursive: p.has('R') }
+        }
+        "get" => {
+            const S: &[OptSpec] = &[flag('s'), flag('w')];
+            let p = opts(S, words)?;
+            need(&p, 2, name)?;
+            let p = watch_compat(
+                S,
+                words,
+                p,
+                term,
+                "'get path [watch]' has been deprecated. Please use 'get [-s] [-w] path' instead.",
+            )?;
+            Command::Get { path: path1(&p), watch: p.has('w'), stat: p.has('s') }
+        }
+        "stat" => {
+            const S: &[OptSpec] = &[flag('w')];
+            let p = opts(S, words)?;
+            need(&p, 2, name)?;
+            let p = watch_compat(
+                S,
+                words,
+                p,
+                term,
+                "'stat path [watch]' has been deprecated. Please use 'stat [-w] path' instead.",
+            )?;
+            Command::Stat { path: path1(&p), watch: p.has('w') }
+        }
+        _ => return Err(CliError::Parse(usage_of(name))),
+    })
+}
+
+/// `addWatch` (remembering its mode, as zkCli does) and `removewatches`.
+fn watch_command(name: &str, words: &[String], mode: &mut AddWatchMode) -> Result<Command, CliError> {
+    let path1 = |p: &Parsed| arg(p, 1).unwrap_or_default();
+    Ok(match name {
         "addWatch" => {
             let p = opts(&[with_arg('m')], words)?;
             if p.args.len() != 2 {
@@ -368,10 +398,14 @@ pub fn parse(words: &[String], mode: &mut AddWatchMode, term: &mut Term) -> Resu
             };
             Command::RemoveWatches { path: path1(&p), kind, local: p.has('l') }
         }
-        "config" => {
-            let p = opts(&[flag('s'), flag('w'), flag('c')], words)?;
-            Command::Config { client: p.has('c'), watch: p.has('w'), stat: p.has('s') }
-        }
+        _ => return Err(CliError::Parse(usage_of(name))),
+    })
+}
+
+/// `setquota`, `listquota`, `delquota`.
+fn quota_command(name: &str, words: &[String]) -> Result<Command, CliError> {
+    let path1 = |p: &Parsed| arg(p, 1).unwrap_or_default();
+    Ok(match name {
         "setquota" => {
             const S: &[OptSpec] = &[with_arg('n'), with_arg('b'), with_arg('N'), with_arg('B')];
             let group = cmdline::Group { options: QUOTA_GROUP, required: true };
@@ -392,14 +426,7 @@ pub fn parse(words: &[String], mode: &mut AddWatchMode, term: &mut Term) -> Resu
             need(&p, 2, name)?;
             Command::DelQuota { path: path1(&p), limit: QUOTA_GROUP.iter().map(|(c, _)| *c).find(|c| p.has(*c)) }
         }
-        "version" => {
-            let p = opts(&[], words)?;
-            if p.args.len() > 1 {
-                return Err(CliError::Parse(usage_of(name)));
-            }
-            Command::Version
-        }
-        other => Command::Unsupported(other.to_string()),
+        _ => return Err(CliError::Parse(usage_of(name))),
     })
 }
 

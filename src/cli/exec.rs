@@ -62,6 +62,7 @@ impl Exec<'_, '_> {
         self.term.out(&format::stat(stat));
     }
 
+    /// Runs one command: a dispatch to the method that sends its requests and prints its output.
     pub fn run(&mut self, cmd: Command) -> Result<()> {
         match cmd {
             Command::Ls { path, watch, stat, recursive } => {
@@ -71,194 +72,36 @@ impl Exec<'_, '_> {
                 }
                 self.ls(&path, watch, stat)
             }
-            Command::Get { path, watch, stat } => {
-                check_path(&path)?;
-                let body = RequestBody::PathWatch { path: self.server(&path), watch };
-                let reg = if watch { Registration::Data(path.clone()) } else { Registration::None };
-                let r = self.call(Call::new(OpCode::GetData, body).watching(reg));
-                if r.err != 0 {
-                    return Err(CliError::keeper(r.err, &path));
-                }
-                if let Response::GetData { data, .. } = &r.body {
-                    self.term.outln(&data.as_deref().map_or("null".into(), String::from_utf8_lossy));
-                }
-                if stat {
-                    self.print_stat(&r.body);
-                }
-                Ok(())
-            }
-            Command::Stat { path, watch } => {
-                check_path(&path)?;
-                let body = RequestBody::PathWatch { path: self.server(&path), watch };
-                let reg = if watch { Registration::Exists(path.clone()) } else { Registration::None };
-                let r = self.call(Call::new(OpCode::Exists, body).watching(reg));
-                if r.err != 0 {
-                    return Err(CliError::keeper(r.err, &path));
-                }
-                self.print_stat(&r.body);
-                Ok(())
-            }
+            Command::Get { path, watch, stat } => self.get(&path, watch, stat),
+            Command::Stat { path, watch } => self.stat(&path, watch),
             Command::Create(c) => self.create(c),
-            Command::Set { path, data, stat, version } => {
-                let version = version_arg(&version)?;
-                check_path(&path)?;
-                let body =
-                    RequestBody::SetData { path: self.server(&path), data: Some(data.into_bytes().into()), version };
-                let r = self.call(Call::new(OpCode::SetData, body));
-                if r.err != 0 {
-                    return Err(CliError::keeper(r.err, &path));
-                }
-                if stat {
-                    self.print_stat(&r.body);
-                }
-                Ok(())
-            }
-            Command::Delete { path, version } => {
-                let version = version_arg(&version)?;
-                check_path(&path)?;
-                // Like the Java client, "/" is never chrooted: deleting it must always fail.
-                let server = if path == "/" { path.clone() } else { self.server(&path) };
-                let r = self.call(Call::new(OpCode::Delete, RequestBody::Delete { path: server, version }));
-                if r.err != 0 {
-                    return Err(CliError::keeper(r.err, &path));
-                }
-                Ok(())
-            }
+            Command::Set { path, data, stat, version } => self.set(&path, data, stat, &version),
+            Command::Delete { path, version } => self.delete(&path, &version),
             Command::DeleteAll { path, batch } => self.delete_all(&path, batch),
-            Command::GetAcl { path, stat } => {
-                check_path(&path)?;
-                let r = self.call(Call::new(OpCode::GetAcl, RequestBody::Path { path: self.server(&path) }));
-                if r.err != 0 {
-                    return Err(CliError::keeper(r.err, &path));
-                }
-                if let Response::GetAcl { acl, .. } = &r.body {
-                    for a in acl {
-                        self.term.out(&format::acl(a));
-                    }
-                }
-                if stat {
-                    self.print_stat(&r.body);
-                }
-                Ok(())
-            }
+            Command::GetAcl { path, stat } => self.get_acl(&path, stat),
             Command::SetAcl { path, acl, stat, version, recursive } => {
-                let acl = self.parse_acl(&acl);
-                let version = version_arg(&version)?;
-                if recursive {
-                    return self.visit(&path, false, &mut |e, p| {
-                        if let Err(msg) = e.set_acl(p, &acl, version) {
-                            // zkCli prints these without a line break.
-                            e.term.out(&msg);
-                        }
-                    });
-                }
-                check_path(&path)?;
-                if acl.is_empty() {
-                    return Err(CliError::Keeper { code: ErrorCode::InvalidAcl.code(), path: None });
-                }
-                let r = self.set_acl_call(&path, &acl, version);
-                if r.err != 0 {
-                    return Err(CliError::keeper(r.err, &path));
-                }
-                if stat {
-                    self.print_stat(&r.body);
-                }
-                Ok(())
+                self.set_acl_command(&path, &acl, stat, &version, recursive)
             }
-            Command::Sync { path } => {
-                check_path(&path)?;
-                let r = self.call(Call::new(OpCode::Sync, RequestBody::Path { path: self.server(&path) }));
-                if r.err == 0 {
-                    self.term.outln("Sync is OK");
-                } else {
-                    self.term.outln(&format!("Sync has failed. rc={}", r.err));
-                }
-                Ok(())
-            }
+            Command::Sync { path } => self.sync(&path),
             Command::AddAuth { scheme, auth } => {
                 self.rt.block_on(self.client.add_auth(scheme, auth.map(String::into_bytes)));
                 Ok(())
             }
-            Command::WhoAmI => {
-                // The Java client's whoAmI() ignores the reply's error: a failure prints the header only.
-                let r = self.call(Call::new(OpCode::WhoAmI, RequestBody::Empty));
-                self.term.outln("Auth scheme: User");
-                if let Response::WhoAmI(ids) = &r.body {
-                    for (scheme, user) in ids {
-                        self.term.outln(&format!("{scheme}: {user}"));
-                    }
-                }
-                Ok(())
-            }
+            Command::WhoAmI => self.who_am_i(),
             Command::GetAllChildrenNumber { path } => {
                 let path = path.ok_or_else(|| CliError::Malformed(usage_of("getAllChildrenNumber")))?;
-                check_path(&path)?;
-                let r =
-                    self.call(Call::new(OpCode::GetAllChildrenNumber, RequestBody::Path { path: self.server(&path) }));
-                if r.err != 0 {
-                    return Err(CliError::keeper(r.err, &path));
-                }
-                if let Response::Number(n) = r.body {
-                    self.term.outln(&n.to_string());
-                }
-                Ok(())
+                self.all_children_number(&path)
             }
-            Command::GetEphemerals { path } => {
-                // The Java client sends the prefix as given (no chroot) and reports no path.
-                let prefix = path.unwrap_or_else(|| "/".to_string());
-                check_path(&prefix)?;
-                let r = self.call(Call::new(OpCode::GetEphemerals, RequestBody::Path { path: prefix }));
-                if r.err != 0 {
-                    return Err(CliError::Keeper { code: r.err, path: None });
-                }
-                if let Response::Strings(v) = &r.body {
-                    self.term.outln(&format::java_list(v));
-                }
-                Ok(())
-            }
-            Command::AddWatch { path, mode } => {
-                path::validate(&path)
-                    .map_err(|m| CliError::Uncaught(format!("java.lang.IllegalArgumentException: {m}")))?;
-                let body = RequestBody::AddWatch { path: self.server(&path), mode: mode.wire() };
-                let reg = match mode {
-                    super::commands::AddWatchMode::Persistent => Registration::Persistent(path.clone()),
-                    super::commands::AddWatchMode::PersistentRecursive => {
-                        Registration::PersistentRecursive(path.clone())
-                    }
-                };
-                let r = self.call(Call::new(OpCode::AddWatch, body).watching(reg));
-                if r.err != 0 {
-                    return Err(CliError::keeper(r.err, &path));
-                }
-                Ok(())
-            }
+            Command::GetEphemerals { path } => self.ephemerals(path),
+            Command::AddWatch { path, mode } => self.add_watch(&path, mode),
             Command::RemoveWatches { path, kind, local } => {
                 check_path(&path)?;
                 let body = RequestBody::Watches { path: self.server(&path), watcher_type: kind as i32 };
                 let mut call = Call::new(OpCode::RemoveWatches, body);
                 call.unwatch = Some(Deregistration { path: path.clone(), kind, local });
-                let r = self.call(call);
-                if r.err != 0 {
-                    return Err(CliError::keeper(r.err, &path));
-                }
-                Ok(())
+                self.checked(call, &path).map(drop)
             }
-            Command::Config { client, watch, stat } => {
-                let body = RequestBody::PathWatch { path: CONFIG_NODE.to_string(), watch };
-                let reg = if watch { Registration::Data(CONFIG_NODE.to_string()) } else { Registration::None };
-                let r = self.call(Call::new(OpCode::GetData, body).watching(reg));
-                if r.err != 0 {
-                    return Err(CliError::keeper(r.err, CONFIG_NODE));
-                }
-                if let Response::GetData { data, .. } = &r.body {
-                    let text = data.as_deref().map_or("null".into(), String::from_utf8_lossy);
-                    self.term.outln(&if client { format::client_config(&text) } else { text.into_owned() });
-                }
-                if stat {
-                    self.print_stat(&r.body);
-                }
-                Ok(())
-            }
+            Command::Config { client, watch, stat } => self.config(client, watch, stat),
             Command::Version => {
                 self.term.outln(&format!("ZooKeeper CLI version: zkr {}", env!("CARGO_PKG_VERSION")));
                 Ok(())
@@ -272,6 +115,170 @@ impl Exec<'_, '_> {
             Command::DelQuota { path, limit } => self.del_quota(&path, limit),
             Command::Unsupported(name) => Err(CliError::Malformed(format!("{name} is not supported by zkr cli"))),
         }
+    }
+
+    /// Sends `call`; an error reply becomes the command's error, naming `path` as zkCli does.
+    fn checked(&self, call: Call, path: &str) -> Result<Reply> {
+        let r = self.call(call);
+        if r.err != 0 {
+            return Err(CliError::keeper(r.err, path));
+        }
+        Ok(r)
+    }
+
+    fn print_stat_if(&mut self, stat: bool, r: &Reply) {
+        if stat {
+            self.print_stat(&r.body);
+        }
+    }
+
+    fn get(&mut self, path: &str, watch: bool, stat: bool) -> Result<()> {
+        check_path(path)?;
+        let body = RequestBody::PathWatch { path: self.server(path), watch };
+        let reg = if watch { Registration::Data(path.to_owned()) } else { Registration::None };
+        let r = self.checked(Call::new(OpCode::GetData, body).watching(reg), path)?;
+        if let Response::GetData { data, .. } = &r.body {
+            self.term.outln(&data.as_deref().map_or("null".into(), String::from_utf8_lossy));
+        }
+        self.print_stat_if(stat, &r);
+        Ok(())
+    }
+
+    fn stat(&mut self, path: &str, watch: bool) -> Result<()> {
+        check_path(path)?;
+        let body = RequestBody::PathWatch { path: self.server(path), watch };
+        let reg = if watch { Registration::Exists(path.to_owned()) } else { Registration::None };
+        let r = self.checked(Call::new(OpCode::Exists, body).watching(reg), path)?;
+        self.print_stat(&r.body);
+        Ok(())
+    }
+
+    fn set(&mut self, path: &str, data: String, stat: bool, version: &Option<String>) -> Result<()> {
+        let version = version_arg(version)?;
+        check_path(path)?;
+        let body = RequestBody::SetData { path: self.server(path), data: Some(data.into_bytes().into()), version };
+        let r = self.checked(Call::new(OpCode::SetData, body), path)?;
+        self.print_stat_if(stat, &r);
+        Ok(())
+    }
+
+    fn delete(&mut self, path: &str, version: &Option<String>) -> Result<()> {
+        let version = version_arg(version)?;
+        check_path(path)?;
+        // Like the Java client, "/" is never chrooted: deleting it must always fail.
+        let server = if path == "/" { path.to_owned() } else { self.server(path) };
+        self.checked(Call::new(OpCode::Delete, RequestBody::Delete { path: server, version }), path).map(drop)
+    }
+
+    fn get_acl(&mut self, path: &str, stat: bool) -> Result<()> {
+        check_path(path)?;
+        let r = self.checked(Call::new(OpCode::GetAcl, RequestBody::Path { path: self.server(path) }), path)?;
+        if let Response::GetAcl { acl, .. } = &r.body {
+            for a in acl {
+                self.term.out(&format::acl(a));
+            }
+        }
+        self.print_stat_if(stat, &r);
+        Ok(())
+    }
+
+    fn set_acl_command(
+        &mut self,
+        path: &str,
+        acl: &str,
+        stat: bool,
+        version: &Option<String>,
+        recursive: bool,
+    ) -> Result<()> {
+        let acl = self.parse_acl(acl);
+        let version = version_arg(version)?;
+        if recursive {
+            return self.visit(path, false, &mut |e, p| {
+                if let Err(msg) = e.set_acl(p, &acl, version) {
+                    // zkCli prints these without a line break.
+                    e.term.out(&msg);
+                }
+            });
+        }
+        check_path(path)?;
+        if acl.is_empty() {
+            return Err(CliError::Keeper { code: ErrorCode::InvalidAcl.code(), path: None });
+        }
+        let r = self.set_acl_call(path, &acl, version);
+        if r.err != 0 {
+            return Err(CliError::keeper(r.err, path));
+        }
+        self.print_stat_if(stat, &r);
+        Ok(())
+    }
+
+    fn sync(&mut self, path: &str) -> Result<()> {
+        check_path(path)?;
+        let r = self.call(Call::new(OpCode::Sync, RequestBody::Path { path: self.server(path) }));
+        if r.err == 0 {
+            self.term.outln("Sync is OK");
+        } else {
+            self.term.outln(&format!("Sync has failed. rc={}", r.err));
+        }
+        Ok(())
+    }
+
+    fn who_am_i(&mut self) -> Result<()> {
+        // The Java client's whoAmI() ignores the reply's error: a failure prints the header only.
+        let r = self.call(Call::new(OpCode::WhoAmI, RequestBody::Empty));
+        self.term.outln("Auth scheme: User");
+        if let Response::WhoAmI(ids) = &r.body {
+            for (scheme, user) in ids {
+                self.term.outln(&format!("{scheme}: {user}"));
+            }
+        }
+        Ok(())
+    }
+
+    fn all_children_number(&mut self, path: &str) -> Result<()> {
+        check_path(path)?;
+        let body = RequestBody::Path { path: self.server(path) };
+        let r = self.checked(Call::new(OpCode::GetAllChildrenNumber, body), path)?;
+        if let Response::Number(n) = r.body {
+            self.term.outln(&n.to_string());
+        }
+        Ok(())
+    }
+
+    fn ephemerals(&mut self, path: Option<String>) -> Result<()> {
+        // The Java client sends the prefix as given (no chroot) and reports no path.
+        let prefix = path.unwrap_or_else(|| "/".to_string());
+        check_path(&prefix)?;
+        let r = self.call(Call::new(OpCode::GetEphemerals, RequestBody::Path { path: prefix }));
+        if r.err != 0 {
+            return Err(CliError::Keeper { code: r.err, path: None });
+        }
+        if let Response::Strings(v) = &r.body {
+            self.term.outln(&format::java_list(v));
+        }
+        Ok(())
+    }
+
+    fn add_watch(&mut self, path: &str, mode: super::commands::AddWatchMode) -> Result<()> {
+        path::validate(path).map_err(|m| CliError::Uncaught(format!("java.lang.IllegalArgumentException: {m}")))?;
+        let body = RequestBody::AddWatch { path: self.server(path), mode: mode.wire() };
+        let reg = match mode {
+            super::commands::AddWatchMode::Persistent => Registration::Persistent(path.to_owned()),
+            super::commands::AddWatchMode::PersistentRecursive => Registration::PersistentRecursive(path.to_owned()),
+        };
+        self.checked(Call::new(OpCode::AddWatch, body).watching(reg), path).map(drop)
+    }
+
+    fn config(&mut self, client: bool, watch: bool, stat: bool) -> Result<()> {
+        let body = RequestBody::PathWatch { path: CONFIG_NODE.to_string(), watch };
+        let reg = if watch { Registration::Data(CONFIG_NODE.to_string()) } else { Registration::None };
+        let r = self.checked(Call::new(OpCode::GetData, body).watching(reg), CONFIG_NODE)?;
+        if let Response::GetData { data, .. } = &r.body {
+            let text = data.as_deref().map_or("null".into(), String::from_utf8_lossy);
+            self.term.outln(&if client { format::client_config(&text) } else { text.into_owned() });
+        }
+        self.print_stat_if(stat, &r);
+        Ok(())
     }
 
     fn ls(&mut self, path: &str, watch: bool, stat: bool) -> Result<()> {

@@ -66,172 +66,211 @@ where
     S: AsyncRead + AsyncWrite + Send + 'static,
 {
     let (mut rd, wr) = tokio::io::split(stream);
-    let id = ctx.id;
-    let peer = ctx.peer;
-
-    // One deadline for the whole handshake, however slowly the bytes trickle in (no slowloris;
-    // ZooKeeper closes a connection without a session after nio.sessionlessCnxnTimeout).
-    let deadline = ctx.handshake_deadline;
-    // The first four bytes are either a frame length or a four-letter word.
-    let mut first = [0u8; 4];
-    match tokio::time::timeout_at(deadline, rd.read_exact(&mut first)).await {
-        Ok(Ok(_)) => {}
-        Ok(Err(_)) => return,
-        Err(_) => {
-            tracing::info!(conn = id, %peer, "closing connection: no handshake within the deadline");
-            return;
-        }
-    }
+    let Some(first) = read_first(&mut rd, ctx).await else { return };
     if let Some(word) = four_letter::recognise(&first) {
-        ctx.ops.stats.packet_received(cs, 4);
-        four_letter::answer(word, wr, &ctx.ops).await;
-        // Answered, the connection leaves `cons` at once, as ZooKeeper closes a four-letter
-        // word's connection once it has written the answer: a `cons` right after a `stat` listed
-        // the `stat` connection while its client's close was still on its way.
-        ctx.ops.stats.conn_closed(id);
-        // Read what the client still sends (the word's newline) until it closes: closing a
-        // socket with unread input sends a reset, which can destroy the answer in flight.
-        let mut sink = [0u8; 256];
-        let _ = tokio::time::timeout(Duration::from_secs(2), async {
-            while let Ok(n) = rd.read(&mut sink).await {
-                if n == 0 {
-                    break;
-                }
-            }
-        })
-        .await;
+        return answer_word(word, rd, wr, ctx, cs).await;
+    }
+    let Some((frames, connect)) = read_connect(rd, first, ctx, cs).await else { return };
+    let (live, handle, writer) = Live::start(wr, ctx, cs, tls_ids);
+    if ctx.core.send(CoreMsg::Connect { conn: handle, req: connect }).await.is_err() {
         return;
     }
+    live.serve(frames, ctx, cs).await;
+    // The reader's own sender goes first: the writer ends once every sender is gone.
+    let cancel = live.cancel.clone();
+    drop(live);
+    let _ = ctx.core.send(CoreMsg::Disconnected { conn: ctx.id }).await;
+    // The writer flushes anything still queued (e.g. the Unimplemented reply) and exits once
+    // the core drops its sender.
+    let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
+    cancel.cancel();
+}
+
+/// The first four bytes: a frame length or a four-letter word. `None` if the connection closed
+/// or the handshake's deadline passed first.
+async fn read_first<R: AsyncRead + Unpin>(rd: &mut R, ctx: &ConnCtx) -> Option<[u8; 4]> {
+    // One deadline for the whole handshake, however slowly the bytes trickle in (no slowloris;
+    // ZooKeeper closes a connection without a session after nio.sessionlessCnxnTimeout).
+    let mut first = [0u8; 4];
+    match tokio::time::timeout_at(ctx.handshake_deadline, rd.read_exact(&mut first)).await {
+        Ok(Ok(_)) => Some(first),
+        Ok(Err(_)) => None,
+        Err(_) => {
+            tracing::info!(conn = ctx.id, peer = %ctx.peer, "closing connection: no handshake within the deadline");
+            None
+        }
+    }
+}
+
+/// Answers a four-letter word and ends the connection.
+async fn answer_word<R, W>(word: &str, mut rd: R, wr: W, ctx: &ConnCtx, cs: &Arc<ConnStats>)
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    ctx.ops.stats.packet_received(cs, 4);
+    four_letter::answer(word, wr, &ctx.ops).await;
+    // Answered, the connection leaves `cons` at once, as ZooKeeper closes a four-letter
+    // word's connection once it has written the answer: a `cons` right after a `stat` listed
+    // the `stat` connection while its client's close was still on its way.
+    ctx.ops.stats.conn_closed(ctx.id);
+    // Read what the client still sends (the word's newline) until it closes: closing a
+    // socket with unread input sends a reset, which can destroy the answer in flight.
+    let mut sink = [0u8; 256];
+    let _ = tokio::time::timeout(Duration::from_secs(2), async {
+        while let Ok(n) = rd.read(&mut sink).await {
+            if n == 0 {
+                break;
+            }
+        }
+    })
+    .await;
+}
+
+/// Reads the ConnectRequest, whose frame starts with `first`; `None` (with a log line where it is
+/// the client's fault) if it is bad, late or missing.
+async fn read_connect<R: AsyncRead + Unpin>(
+    rd: R,
+    first: [u8; 4],
+    ctx: &ConnCtx,
+    cs: &Arc<ConnStats>,
+) -> Option<(FramedRead<R, FrameCodec>, ConnectRequest)> {
+    let (id, peer) = (ctx.id, ctx.peer);
     let mut codec = FrameCodec::new(ctx.cfg.max_frame);
     // Judge the first length now: FramedRead would wait for more bytes before decoding.
     if let Err(e) = codec.decode(&mut BytesMut::from(&first[..])) {
         tracing::warn!(conn = id, %peer, "closing connection: {e}");
-        return;
+        return None;
     }
     let mut frames = FramedRead::with_capacity(rd, codec, READ_BUFFER);
     frames.read_buffer_mut().extend_from_slice(&first);
-    let connect = match tokio::time::timeout_at(deadline, frames.next()).await {
-        Ok(Some(Ok(frame))) => match ConnectRequest::parse(&{
+    match tokio::time::timeout_at(ctx.handshake_deadline, frames.next()).await {
+        Ok(Some(Ok(frame))) => {
             ctx.ops.stats.packet_received(cs, frame.len() + 4);
-            frame
-        }) {
-            Ok(req) => req,
-            Err(e) => {
-                tracing::warn!(conn = id, %peer, "closing connection: bad ConnectRequest: {e}");
-                return;
+            match ConnectRequest::parse(&frame) {
+                Ok(req) => Some((frames, req)),
+                Err(e) => {
+                    tracing::warn!(conn = id, %peer, "closing connection: bad ConnectRequest: {e}");
+                    None
+                }
             }
-        },
+        }
         Ok(Some(Err(e))) => {
             tracing::warn!(conn = id, %peer, "closing connection: {e}");
-            return;
+            None
         }
-        Ok(None) => return,
+        Ok(None) => None,
         Err(_) => {
             tracing::info!(conn = id, %peer, "closing connection: no handshake within the deadline");
-            return;
+            None
         }
-    };
+    }
+}
 
-    let (tx, rx) = mpsc::channel(ctx.cfg.max_outbound_queue);
-    let cancel = ctx.shutdown.child_token();
-    let permits = Arc::new(Semaphore::new(ctx.cfg.max_outstanding_per_conn));
-    let last_heard = Arc::new(AtomicU64::new(0));
-    let pong_tx = tx.clone();
-    let queued = QueuedBytes::new(ctx.cfg.max_outbound_bytes);
-    let gate = super::view::Gate::default();
-    let handle = ConnHandle {
-        id,
-        tx,
-        cancel: cancel.clone(),
-        peer: peer.ip(),
-        tls_ids,
-        last_heard: last_heard.clone(),
-        queued: queued.clone(),
-        gate: gate.clone(),
-    };
-    let writer = tokio::spawn(write_loop(
-        rx,
-        wr,
-        permits.clone(),
-        cancel.clone(),
-        ctx.ops.stats.clone(),
-        cs.clone(),
-        queued.clone(),
-    ));
-    if ctx.core.send(CoreMsg::Connect { conn: handle, req: connect }).await.is_err() {
-        return;
+/// A connection with a handshake: the reader's side of what it shares with its writer task and
+/// the core.
+struct Live {
+    cancel: CancellationToken,
+    /// Requests read and not yet answered, bounded by maxOutstanding.
+    permits: Arc<Semaphore>,
+    last_heard: Arc<AtomicU64>,
+    /// The reader's own way to the writer, for the replies it gives itself (pings, local reads).
+    out: mpsc::Sender<Outbound>,
+    queued: QueuedBytes,
+    gate: super::view::Gate,
+}
+
+impl Live {
+    /// Starts the writer task; the handle goes to the core with the ConnectRequest.
+    fn start<W: AsyncWrite + Unpin + Send + 'static>(
+        wr: W,
+        ctx: &ConnCtx,
+        cs: &Arc<ConnStats>,
+        tls_ids: Vec<Id>,
+    ) -> (Live, ConnHandle, tokio::task::JoinHandle<()>) {
+        let (tx, rx) = mpsc::channel(ctx.cfg.max_outbound_queue);
+        let live = Live {
+            cancel: ctx.shutdown.child_token(),
+            permits: Arc::new(Semaphore::new(ctx.cfg.max_outstanding_per_conn)),
+            last_heard: Arc::new(AtomicU64::new(0)),
+            out: tx.clone(),
+            queued: QueuedBytes::new(ctx.cfg.max_outbound_bytes),
+            gate: super::view::Gate::default(),
+        };
+        let handle = ConnHandle {
+            id: ctx.id,
+            tx,
+            cancel: live.cancel.clone(),
+            peer: ctx.peer.ip(),
+            tls_ids,
+            last_heard: live.last_heard.clone(),
+            queued: live.queued.clone(),
+            gate: live.gate.clone(),
+        };
+        let writer = tokio::spawn(write_loop(
+            rx,
+            wr,
+            live.permits.clone(),
+            live.cancel.clone(),
+            ctx.ops.stats.clone(),
+            cs.clone(),
+            live.queued.clone(),
+        ));
+        (live, handle, writer)
     }
 
-    loop {
-        let frame = tokio::select! {
-            _ = cancel.cancelled() => break,
-            f = frames.next() => f,
-        };
-        let frame = match frame {
-            None => break,
-            // A TLS client that closes without close_notify (kazoo, the Java client) is a
-            // normal end of connection, not an error worth a warning.
-            Some(Err(FrameError::Io(e))) if e.kind() == std::io::ErrorKind::UnexpectedEof => break,
-            Some(Err(e)) => {
-                tracing::warn!(conn = id, %peer, "closing connection: {e}");
-                break;
-            }
-            Some(Ok(f)) => f,
-        };
-        ctx.ops.stats.packet_received(cs, frame.len() + 4);
-        let msg = match Request::parse(&frame) {
-            Ok(req) if req.op == OpCode::Ping && idle(&permits, ctx.cfg.max_outstanding_per_conn, cs) => {
-                // Nothing of this session is in flight, so answering here keeps replies in
-                // request order (ZooKeeper answers a ping in turn with the session's requests)
-                // and costs no wake-up of the core.
-                last_heard.store(mono_ms(), Ordering::Release);
-                if let Ok(p) = permits.try_acquire() {
-                    p.forget();
-                }
-                ctx.ops.stats.request_started(cs, OpCode::Ping);
-                let header = ReplyHeader { xid: xid::PING, zxid: ctx.durable.load(Ordering::Acquire), err: 0 };
-                let pong = Outbound::Reply(header, Response::Empty);
-                if queued.add(pong.wire_len()).is_err() {
-                    tracing::warn!(conn = id, %peer, "outbound queue over its byte bound: closing slow connection");
+    /// Reads requests until the connection ends: pings and plain reads answered here when
+    /// nothing of the session is in flight, everything else to the core, in order.
+    async fn serve<R: AsyncRead + Unpin>(&self, mut frames: FramedRead<R, FrameCodec>, ctx: &ConnCtx, cs: &ConnStats) {
+        let (id, peer) = (ctx.id, ctx.peer);
+        loop {
+            let frame = tokio::select! {
+                _ = self.cancel.cancelled() => break,
+                f = frames.next() => f,
+            };
+            let frame = match frame {
+                None => break,
+                // A TLS client that closes without close_notify (kazoo, the Java client) is a
+                // normal end of connection, not an error worth a warning.
+                Some(Err(FrameError::Io(e))) if e.kind() == std::io::ErrorKind::UnexpectedEof => break,
+                Some(Err(e)) => {
+                    tracing::warn!(conn = id, %peer, "closing connection: {e}");
                     break;
                 }
-                if pong_tx.send(pong).await.is_err() {
+                Some(Ok(f)) => f,
+            };
+            ctx.ops.stats.packet_received(cs, frame.len() + 4);
+            let req = match Request::parse(&frame) {
+                Ok(req) if req.op == OpCode::Ping && idle(&self.permits, ctx.cfg.max_outstanding_per_conn, cs) => {
+                    if self.pong(ctx, cs).await {
+                        continue;
+                    }
                     break;
                 }
-                continue;
+                Ok(req) => req,
+                Err(RequestError::UnknownOp { xid, op }) => {
+                    tracing::warn!(conn = id, %peer, op, "unknown op code: answering Unimplemented and closing");
+                    ctx.ops.stats.request_started(cs, OpCode::Error);
+                    let _ = ctx.core.send(CoreMsg::UnknownOp { conn: id, xid }).await;
+                    break;
+                }
+                Err(e) => {
+                    tracing::warn!(conn = id, %peer, "closing connection: {e}");
+                    break;
+                }
+            };
+            // Stop reading, rather than queue without bound, while too many requests are in flight.
+            let permit = tokio::select! {
+                _ = self.cancel.cancelled() => break,
+                p = self.permits.acquire() => p,
+            };
+            match permit {
+                Ok(p) => p.forget(),
+                Err(_) => break,
             }
-            Ok(req) => CoreMsg::Request { conn: id, req },
-            Err(RequestError::UnknownOp { xid, op }) => {
-                tracing::warn!(conn = id, %peer, op, "unknown op code: answering Unimplemented and closing");
-                ctx.ops.stats.request_started(cs, OpCode::Error);
-                let _ = ctx.core.send(CoreMsg::UnknownOp { conn: id, xid }).await;
-                break;
-            }
-            Err(e) => {
-                tracing::warn!(conn = id, %peer, "closing connection: {e}");
-                break;
-            }
-        };
-        // Stop reading, rather than queue without bound, while too many requests are in flight.
-        let permit = tokio::select! {
-            _ = cancel.cancelled() => break,
-            p = permits.acquire() => p,
-        };
-        match permit {
-            Ok(p) => p.forget(),
-            Err(_) => break,
-        }
-        if let CoreMsg::Request { req, .. } = &msg {
             ctx.ops.stats.request_started(cs, req.op);
             if cs.session.load(Ordering::Acquire) != 0 {
-                // A plain read while nothing of the session is at the core: answered from the
-                // read view, without a trip through the core (see `view`).
-                let local = super::view::answer(&ctx.views, &gate, req, |reply| {
-                    last_heard.store(mono_ms(), Ordering::Release);
-                    queued.add(reply.wire_len()).map_err(|_| "outbound queue over its byte bound")?;
-                    pong_tx.try_send(reply).map_err(|_| "outbound queue full")
-                });
-                match local {
+                match self.answer_locally(ctx, &req) {
                     Some(Ok(())) => continue,
                     Some(Err(why)) => {
                         tracing::warn!(conn = id, %peer, "{why}: closing slow connection from {peer}");
@@ -240,18 +279,40 @@ where
                     None => {}
                 }
             }
-            super::view::to_core(&gate);
-        }
-        if ctx.core.send(msg).await.is_err() {
-            break;
+            super::view::to_core(&self.gate);
+            if ctx.core.send(CoreMsg::Request { conn: id, req }).await.is_err() {
+                break;
+            }
         }
     }
-    drop(pong_tx);
-    let _ = ctx.core.send(CoreMsg::Disconnected { conn: id }).await;
-    // The writer flushes anything still queued (e.g. the Unimplemented reply) and exits once
-    // the core drops its sender.
-    let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
-    cancel.cancel();
+
+    /// Answers a ping of an idle session here: nothing of it is in flight, so this keeps replies
+    /// in request order (ZooKeeper answers a ping in turn with the session's requests) and costs
+    /// no wake-up of the core. False if the connection must close.
+    async fn pong(&self, ctx: &ConnCtx, cs: &ConnStats) -> bool {
+        self.last_heard.store(mono_ms(), Ordering::Release);
+        if let Ok(p) = self.permits.try_acquire() {
+            p.forget();
+        }
+        ctx.ops.stats.request_started(cs, OpCode::Ping);
+        let header = ReplyHeader { xid: xid::PING, zxid: ctx.durable.load(Ordering::Acquire), err: 0 };
+        let pong = Outbound::Reply(header, Response::Empty);
+        if self.queued.add(pong.wire_len()).is_err() {
+            tracing::warn!(conn = ctx.id, peer = %ctx.peer, "outbound queue over its byte bound: closing slow connection");
+            return false;
+        }
+        self.out.send(pong).await.is_ok()
+    }
+
+    /// A plain read while nothing of the session is at the core, answered from the read view
+    /// without a trip through the core (see `view`); `None` if it must go to the core.
+    fn answer_locally(&self, ctx: &ConnCtx, req: &Request) -> Option<Result<(), &'static str>> {
+        super::view::answer(&ctx.views, &self.gate, req, |reply| {
+            self.last_heard.store(mono_ms(), Ordering::Release);
+            self.queued.add(reply.wire_len()).map_err(|_| "outbound queue over its byte bound")?;
+            self.out.try_send(reply).map_err(|_| "outbound queue full")
+        })
+    }
 }
 
 /// True when the connection has a session and every request it read has been answered (its

@@ -3,7 +3,7 @@
 //! Standalone, a write is prepared and applied in the same turn and its txn goes to the log
 //! (the committer releases the reply after the fsync). In an ensemble the request is proposed
 //! to the replicated log and prepared and applied when it comes back committed
-//! (`replicated.rs`). Both ends use `prep::prepare_request` and `write_response`, so the two
+//! (`replicated/`). Both ends use `prep::prepare_request` and `write_response`, so the two
 //! modes cannot answer the same request differently.
 
 use super::*;

@@ -166,7 +166,7 @@ pub async fn execute(raft: &Raft, plan: Plan, catch_up: Duration) -> Result<u64,
     // A leader that died between the two entries of a membership change (joint, then the new
     // configuration alone) left the joint one: finish it first, so the client's retry ends on
     // the new membership, never half-way.
-    let joint = raft.metrics().borrow().membership_config.membership().get_joint_config().len() > 1;
+    let joint = super::types::is_joint(raft.metrics().borrow().membership_config.membership());
     if joint {
         tracing::info!("finishing the membership change a former leader left half-way");
         last = mapped(raft.change_membership(ChangeMembers::AddVoterIds(BTreeSet::new()), true).await)?;

@@ -25,6 +25,12 @@ pub type SnapshotMeta = openraft::SnapshotMeta<MemberId, ServerSpec>;
 pub type StorageError = openraft::StorageError<MemberId>;
 pub type Raft = openraft::Raft<Zkr>;
 
+/// True while `m` is the first step of openraft's two-step membership change (old and new
+/// voter sets both counted), the state a reconfig must never be left in.
+pub fn is_joint(m: &openraft::Membership<MemberId, ServerSpec>) -> bool {
+    m.get_joint_config().len() > 1
+}
+
 /// The zxid of a log position: the term as ZooKeeper's epoch in the high 32 bits, the index in
 /// the low 32, so zxids strictly increase along the log and across leader changes (a new term
 /// is always higher) and mean the same on every member.

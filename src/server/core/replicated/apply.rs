@@ -38,7 +38,7 @@ impl Core {
                     let zxid = next_zxid(self.tree.last_zxid(), &e.log_id);
                     self.apply_membership(zxid, &m);
                     self.advance_zxid(zxid);
-                    let joint = m.membership().get_joint_config().len() > 1;
+                    let joint = crate::raft::types::is_joint(m.membership());
                     if let Some(r) = self.repl() {
                         r.membership = m;
                     }
@@ -104,7 +104,7 @@ impl Core {
         let Some(file) = ens.config_file.as_deref() else { return };
         // openraft changes membership through a joint configuration, which ZooKeeper has no
         // file for: only the configuration it settles on is written.
-        if m.membership().get_joint_config().len() > 1 {
+        if crate::raft::types::is_joint(m.membership()) {
             return;
         }
         let members = members_of(m);

@@ -17,19 +17,21 @@ def out(line):
     print(line, flush=True)
 
 
-def client(label, port, **kw):
+def client(label, port, report=True, **kw):
     zk = KazooClient(hosts=f"127.0.0.1:{port}", timeout=10, connection_retry={"max_tries": 0}, **kw)
     try:
         zk.start(timeout=6)
     except Exception as e:  # noqa: BLE001 - the transcript records what kind of failure it was
-        out(f"{label}: not connected ({type(e).__name__})")
+        if report:
+            out(f"{label}: not connected ({type(e).__name__})")
         try:
             zk.stop()
             zk.close()
         except Exception:  # noqa: BLE001
             pass
         return None
-    out(f"{label}: connected")
+    if report:
+        out(f"{label}: connected")
     return zk
 
 
@@ -76,18 +78,22 @@ s = client("kazoo sasl bob", plain,
 if s:
     get("kazoo sasl bob", s, "/sasl-explicit")
 done(s)
-w = client("kazoo sasl wrong password", plain,
+# ZooKeeper answers the failed SASL step with AuthFailed (-115) and closes the connection at once.
+# kazoo's start() then either fails (it read the close first) or returns, and the next request
+# fails with AuthFailedError (it read the reply first): seen both ways from Debian's ZooKeeper
+# 3.8 (CI, 2026-12-03: ZooKeeper's side timed out while zkr's connected). Both are the same
+# refusal, so the transcript records only that; the wire suite checks the reply and the close.
+w = client("kazoo sasl wrong password", plain, report=False,
            sasl_options={"mechanism": "DIGEST-MD5", "username": "bob", "password": "nope"})
+outcome = "refused"
 if w:
-    # ZooKeeper answers the failed SASL step with AuthFailed (-115) and closes the connection at
-    # once: kazoo reports whichever it reads first (seen both ways from Debian's ZooKeeper 3.8),
-    # so either counts as the refusal. The wire suite checks the reply and the close exactly.
     try:
         w.get("/sasl-explicit")
-        out("kazoo sasl wrong password: get /sasl-explicit -> answered")
+        outcome = "answered"
     except (AuthFailedError, ConnectionClosedError):
-        out("kazoo sasl wrong password: get /sasl-explicit -> AuthFailedError")
+        pass
     except KazooException as e:
-        out(f"kazoo sasl wrong password: get /sasl-explicit -> {type(e).__name__}")
+        outcome = type(e).__name__
+out(f"kazoo sasl wrong password: {outcome}")
 done(w)
 out("done")

@@ -17,6 +17,7 @@ pub mod admin;
 pub mod authinfo;
 pub mod bench;
 pub mod cli;
+pub mod client;
 pub mod codec;
 pub mod config;
 pub mod dubbo;

@@ -5,8 +5,8 @@
 //! Reads the tree with plain getChildren calls (no watches); never blocks for long.
 
 use super::commands::USAGE;
-use super::conn::Call;
 use super::shell::ClientSlot;
+use crate::client::conn::Call;
 use crate::proto::{OpCode, RequestBody, Response};
 use rustyline::completion::Completer;
 use rustyline::highlight::Highlighter;

@@ -6,12 +6,12 @@
 use super::acl;
 use super::cmdline::{java_int, java_long};
 use super::commands::{usage_of, Command, Create};
-use super::conn::{Call, Client, Reply};
 use super::error::CliError;
 use super::format;
-use super::path;
 use super::term::Term;
-use super::watches::{Deregistration, Registration};
+use crate::client::conn::{Call, Client, Reply};
+use crate::client::path;
+use crate::client::watches::{Deregistration, Registration};
 use crate::proto::{Acl, CreateMode, CreateRequest, ErrorCode, MultiOp, MultiResult, OpCode, RequestBody, Response};
 use tokio::runtime::Handle;
 

@@ -13,24 +13,20 @@
 //! Owns nothing of the server: it only speaks the wire protocol through `crate::proto` and
 //! `crate::codec`. Prints no log lines (zkCli's INFO/WARN noise has no equivalent here).
 //!
-//! The session handle (`conn::Client`) and `connect_config` are shared with `zkr dubbo`, the
-//! one other client in the crate.
+//! It speaks the protocol through the client library (`crate::client`: the session handle
+//! `conn::Client`, its connection task, chroots and the client's watch table), which `zkr dubbo`
+//! uses too; `connect_config` (zkCli's connect string) is shared with it as well.
 
 mod acl;
-mod call;
 mod cmdline;
 mod commands;
 mod complete;
-pub(crate) mod conn;
 mod error;
 mod exec;
 pub mod format;
-pub(crate) mod path;
 mod quota;
 mod shell;
-mod task;
 mod term;
-pub(crate) mod watches;
 
 pub(crate) use shell::connect_config;
 use shell::{Flow, Printer, Shell};

@@ -3,9 +3,9 @@
 //! `DelQuotaCommand.delQuota` (the client writes the quota nodes; the server keeps the stats),
 //! and the same messages on the same streams.
 
-use super::conn::Call;
 use super::error::CliError;
 use super::exec::{check_path, Exec, Result};
+use crate::client::conn::Call;
 use crate::proto::{Acl, CreateRequest, ErrorCode, OpCode, RequestBody, Response};
 use crate::tree::quota::{self, StatsTrack, BYTES, BYTES_HARD, COUNT, COUNT_HARD, QUOTA_ROOT};
 

@@ -7,11 +7,11 @@
 
 use super::cmdline::{java_decode, java_int, words};
 use super::commands::{self, AddWatchMode};
-use super::conn::{Client, ConnectConfig, EventSink, States};
 use super::error::CliError;
 use super::exec::Exec;
-use super::path::Chroot;
 use super::term::Term;
+use crate::client::conn::{Client, ConnectConfig, EventSink, States};
+use crate::client::path::Chroot;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -1,9 +1,10 @@
-//! Read-only ZooKeeper access for the Dubbo view, on `zkr cli`'s session (`cli::conn::Client`):
+//! Read-only ZooKeeper access for the Dubbo view, on the client library's session
+//! (`client::conn::Client`, as `zkr cli` uses it):
 //! children, data and Stat of a path, with a missing node as `None` rather than an error.
 //!
 //! Owns one session; must not write anything (the view is read-only by design).
 
-use crate::cli::conn::{Call, Client, EventSink};
+use crate::client::conn::{Call, Client, EventSink};
 use crate::proto::{ErrorCode, OpCode, RequestBody, Response, Stat};
 use std::sync::Arc;
 

@@ -106,7 +106,7 @@ async fn read_first<R: AsyncRead + Unpin>(rd: &mut R, ctx: &ConnCtx) -> Option<[
 async fn answer_word<R, W>(word: &str, mut rd: R, wr: W, ctx: &ConnCtx, cs: &Arc<ConnStats>)
 where
     R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin,
 {
     ctx.ops.stats.packet_received(cs, 4);
     four_letter::answer(word, wr, &ctx.ops).await;

@@ -18,7 +18,7 @@
 //! went on past it, so cutting there would destroy acknowledged writes. This module only
 //! looks; `wal::replay` decides, and `repair` is the only thing that cuts at corruption. It must not touch snapshots.
 
-use super::segment::SEGMENT_BYTES;
+use super::segment::{sync_dir, SEGMENT_BYTES};
 use super::StorageError;
 use crate::txn::Zxid;
 use std::fs::{File, OpenOptions};
@@ -126,8 +126,6 @@ fn fresh_name(segment: &Path, kind: &str) -> Result<PathBuf, StorageError> {
     }
     Ok(path)
 }
-
-use super::segment::sync_dir;
 
 /// Copies the first `len` bytes of `segment` (its written part, not the preallocated zeros)
 /// into `damaged/`, durably, and returns the copy's path.

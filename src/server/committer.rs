@@ -10,12 +10,12 @@
 //! (`CommitQueue::submit`): no earlier output can be overtaken, and reads and pings skip a thread
 //! hop.
 
-pub use super::outbound::{deliver_all, Delivery};
+use super::outbound::{deliver_all, Delivery, Durable};
 use super::stats::ServerStats;
 use super::view::Views;
 use crate::storage::wal::Wal;
 use crate::txn::Zxid;
-use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender};
 use std::sync::Arc;
 
@@ -32,10 +32,6 @@ pub struct Batch {
     pub last_zxid: Zxid,
     pub out: Vec<Delivery>,
 }
-
-/// The highest zxid known to be on disk; snapshots wait for it so that a snapshot is never
-/// ahead of the log it will be combined with.
-pub type Durable = Arc<AtomicI64>;
 
 /// The core's end of the committer: batches go through the log thread unless they can be
 /// delivered at once without overtaking anything.

@@ -41,7 +41,7 @@ pub struct ConnCtx {
     pub shutdown: CancellationToken,
     pub ops: Arc<super::ops::Ops>,
     /// The highest zxid on disk, which a ping answered here carries.
-    pub durable: super::committer::Durable,
+    pub durable: super::outbound::Durable,
     /// The read view plain reads are answered from when nothing of the session is in flight.
     pub views: Arc<super::view::Views>,
     /// When the whole handshake (TLS, if any, then the ConnectRequest) must be done, counted from

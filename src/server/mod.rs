@@ -80,7 +80,7 @@ struct Started {
     core_tx: mpsc::Sender<CoreMsg>,
     core: std::thread::JoinHandle<()>,
     log: Option<std::thread::JoinHandle<()>>,
-    durable: committer::Durable,
+    durable: outbound::Durable,
     views: Arc<view::Views>,
     member: Option<Member>,
     lock: std::fs::File,
@@ -287,7 +287,7 @@ struct Accepting {
     shutdown: CancellationToken,
     ops: Arc<ops::Ops>,
     /// The highest zxid on disk: the zxid a ping answered by its connection carries.
-    durable: committer::Durable,
+    durable: outbound::Durable,
     views: Arc<view::Views>,
     /// Sockets open on both client ports (the global maxCnxns limit).
     open: Arc<AtomicUsize>,
@@ -402,7 +402,7 @@ fn start_standalone(cfg: &Arc<Config>, stats: &Arc<stats::ServerStats>) -> Resul
     let (core_tx, core_rx) = mpsc::channel(CORE_QUEUE);
     let (tree, secret) = (recovered.tree, recovered.secret);
     let core =
-        Core::new(cfg.clone(), tree, secret, Log::Standalone(log_tx), durable.clone(), stats.clone(), views.clone());
+        Core::new(cfg.clone(), tree, secret, Log::standalone(log_tx), durable.clone(), stats.clone(), views.clone());
     let core = std::thread::Builder::new()
         .name("zkr-core".into())
         .spawn(move || core.run(core_rx))

@@ -76,6 +76,11 @@ pub fn queued(order: &mut Order, msg: &Outbound) {
     }
 }
 
+/// The highest zxid the log has made durable (standalone: fsync'd; a member: applied, so
+/// committed). Pings report it, and snapshots wait for it so that a snapshot is never ahead of
+/// the log it will be combined with.
+pub type Durable = Arc<std::sync::atomic::AtomicI64>;
+
 /// One message for one connection.
 pub struct Delivery {
     pub conn: ConnId,

@@ -8,13 +8,17 @@
 //! `try_send`, and a connection whose queue is full is closed.
 
 mod auth;
+mod log;
 pub mod replicated;
 mod sessions;
+mod standalone;
 mod watches;
 mod writes;
 
-use super::committer::{Batch, CommitQueue, Delivery};
-pub use super::outbound::{ConnHandle, Outbound};
+pub use self::log::Log;
+use self::log::Submit;
+use super::outbound::Delivery;
+pub use super::outbound::{ConnHandle, Durable, Outbound};
 use super::reads::{self, Reader};
 use crate::config::Config;
 use crate::proto::{
@@ -137,29 +141,15 @@ pub struct Core {
     next_sweep_ms: u64,
     changes: Vec<Change>,
     fired: Vec<Fired>,
-    /// Log records of this turn, handed to the committer with `out`.
-    records: Vec<u8>,
-    first_zxid: Zxid,
+    /// This turn's output, released at its end by the log (`log::Core::end_turn`).
     out: Vec<Delivery>,
-    /// Standalone: the log writer. `None` in an ensemble, where the Raft log is the log.
-    committer: Option<CommitQueue>,
-    /// Ensemble: proposals, their waiters and the member's role. `None` standalone.
-    repl: Option<Box<replicated::Replicated>>,
+    /// Where txns go: the standalone log or the ensemble's (`log.rs`).
+    log: Log,
     layout: Layout,
-    since_snapshot: u64,
-    snapshot_running: Arc<AtomicBool>,
-    durable: super::committer::Durable,
+    durable: Durable,
     stats: Arc<super::stats::ServerStats>,
     /// The read view connections answer plain reads from (see `view`).
     views: super::view::Publisher,
-}
-
-/// Where the core's txns go.
-pub enum Log {
-    /// Standalone: its own transaction log, through the committer.
-    Standalone(CommitQueue),
-    /// An ensemble member: proposals to the Raft log, applied when committed.
-    Replicated(Box<replicated::Replicated>),
 }
 
 /// Messages handled per turn before the turn's output is committed.
@@ -176,16 +166,12 @@ impl Core {
         tree: DataTree,
         secret: [u8; 32],
         log: Log,
-        durable: super::committer::Durable,
+        durable: Durable,
         stats: Arc<super::stats::ServerStats>,
         views: Arc<super::view::Views>,
     ) -> Core {
-        let (committer, repl) = match log {
-            Log::Standalone(c) => (Some(c), None),
-            Log::Replicated(r) => (None, Some(r)),
-        };
         let mut tree = tree;
-        if repl.is_some() {
+        if log.keeps_digest() {
             // Members compare digests: keep it from the start (one walk now, O(1) per txn after).
             tree.digest();
         }
@@ -215,13 +201,8 @@ impl Core {
             next_session,
             changes: Vec::new(),
             fired: Vec::new(),
-            records: Vec::new(),
-            first_zxid: 0,
             out: Vec::new(),
-            committer,
-            repl,
-            since_snapshot: 0,
-            snapshot_running: Arc::new(AtomicBool::new(false)),
+            log,
             durable,
             stats,
             views: super::view::Publisher::new(views),
@@ -243,73 +224,7 @@ impl Core {
             self.end_turn();
         }
         self.end_turn();
-        if self.since_snapshot > 0 && self.committer.is_some() {
-            while self.durable.load(Ordering::Acquire) < self.tree.last_zxid() {
-                std::thread::sleep(std::time::Duration::from_millis(1));
-            }
-            // A snapshot at shutdown makes the next start a snapshot load with nothing to replay.
-            match storage::snapshot::write(&self.layout.snap_dir, &self.tree) {
-                Ok(p) => tracing::info!(file = %p.display(), "snapshot written at shutdown"),
-                Err(e) => tracing::warn!("snapshot at shutdown failed: {e}"),
-            }
-        }
-    }
-
-    fn end_turn(&mut self) {
-        let serving = self.repl.as_deref().is_none_or(|r| r.serving());
-        self.views.end_turn(&self.tree, serving);
-        let zxid = self.tree.last_zxid();
-        match &self.committer {
-            Some(_) if self.records.is_empty() && self.out.is_empty() => {}
-            Some(c) => {
-                let batch = Batch {
-                    records: std::mem::take(&mut self.records),
-                    first_zxid: self.first_zxid,
-                    last_zxid: zxid,
-                    out: std::mem::take(&mut self.out),
-                };
-                if c.submit(batch).is_err() {
-                    tracing::error!("the log writer has stopped");
-                }
-            }
-            // Ensemble: what this turn applied is committed (on a quorum's disks) already. Even
-            // a turn with nothing to send applied entries the read view must count as delivered.
-            None => super::committer::deliver_all(&**self.views.views(), zxid, std::mem::take(&mut self.out)),
-        }
-    }
-
-    /// Writes a snapshot of the current tree on a background thread, then purges old files.
-    fn snapshot_in_background(&mut self) {
-        if self.snapshot_running.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        self.since_snapshot = 0;
-        let taken = std::time::Instant::now();
-        let tree = self.tree.snapshot_view();
-        let view_us = taken.elapsed().as_micros() as u64;
-        let layout = self.layout.clone();
-        let keep = self.cfg.snap_retain_count;
-        let running = self.snapshot_running.clone();
-        let durable = self.durable.clone();
-        let spawned = std::thread::Builder::new().name("zkr-snapshot".into()).spawn(move || {
-            // Never let a snapshot get ahead of the log: wait until its zxid is on disk.
-            while durable.load(Ordering::Acquire) < tree.last_zxid() {
-                std::thread::sleep(std::time::Duration::from_millis(1));
-            }
-            match storage::snapshot::write(&layout.snap_dir, &tree) {
-                Ok(p) => {
-                    tracing::info!(file = %p.display(), zxid = format!("0x{:x}", tree.last_zxid()), znodes = tree.node_count(), view_us, ms = taken.elapsed().as_millis() as u64, "snapshot written");
-                    if let Err(e) = storage::purge(&layout, keep) {
-                        tracing::warn!("purging old snapshots and logs failed: {e}");
-                    }
-                }
-                Err(e) => tracing::warn!("snapshot failed: {e}"),
-            }
-            running.store(false, Ordering::Release);
-        });
-        if spawned.is_err() {
-            self.snapshot_running.store(false, Ordering::Release);
-        }
+        self.snapshot_at_shutdown();
     }
 
     fn now_ms(&self) -> u64 {
@@ -329,9 +244,7 @@ impl Core {
             }
             CoreMsg::Disconnected { conn } => self.drop_conn(conn),
             CoreMsg::Tick => self.tick(),
-            CoreMsg::Snapshot if self.committer.is_some() => self.snapshot_in_background(),
-            // An ensemble's snapshots are openraft's to take.
-            CoreMsg::Snapshot => {}
+            CoreMsg::Snapshot => self.snapshot_in_background(),
             CoreMsg::Apply { entries, done } => {
                 self.apply_committed(entries);
                 let _ = done.send(());
@@ -346,7 +259,7 @@ impl Core {
                     connections: self.conns.len(),
                     last_zxid: self.tree.last_zxid(),
                     data_size: self.tree.data_size(),
-                    digest: self.repl.is_some().then(|| self.tree.digest()),
+                    digest: self.log.keeps_digest().then(|| self.tree.digest()),
                 });
             }
             CoreMsg::Inspect(tx) => {
@@ -397,22 +310,6 @@ impl Core {
             conn_sessions,
             sessions,
         }
-    }
-
-    /// Standalone: logs (soon) and applies one txn, then fires its watches. Returns its zxid and
-    /// outcome. (An ensemble never commits here: its txns come back through `apply_committed`.)
-    fn commit(&mut self, session: SessionId, op: TxnOp) -> (Zxid, OpOutcome) {
-        let txn = Txn { zxid: self.tree.last_zxid() + 1, time: wall_ms(), session, op };
-        if self.records.is_empty() {
-            self.first_zxid = txn.zxid;
-        }
-        wal::frame(&txn, &mut self.records);
-        self.since_snapshot += 1;
-        if self.since_snapshot >= self.cfg.snap_count {
-            self.snapshot_in_background();
-        }
-        let outcome = self.apply_txn(&txn);
-        (txn.zxid, outcome)
     }
 
     /// Applies one txn to the tree and sends the watch events it fires.
@@ -496,8 +393,8 @@ impl Core {
     }
 
     fn request(&mut self, conn: ConnId, req: Request) {
-        if let Some(r) = self.repl.as_deref() {
-            let holding = r.holding_conns();
+        if self.log.pipelines() {
+            let holding = self.log.holding_conns();
             let Some(c) = self.conns.get_mut(&conn) else { return };
             if c.in_flight > 0 || !c.queue.is_empty() || (holding && !c.read_only) {
                 // Behind a proposal of the same connection, or waiting for a new leader:
@@ -524,10 +421,8 @@ impl Core {
         }
         let timeout = session.timeout_ms as u64;
         self.expiry.touch(sid, self.now_ms(), timeout);
-        if let Some(r) = self.repl.as_deref_mut() {
-            r.touched(sid);
-        }
-        if self.repl.is_some() && self.serve_read_only(conn, sid, &req) {
+        self.log.touched(sid);
+        if self.serve_read_only(conn, sid, &req) {
             return;
         }
         let xid = req.xid;
@@ -537,15 +432,7 @@ impl Core {
                 let zxid = self.tree.last_zxid();
                 self.send(conn, Outbound::Reply(ReplyHeader { xid: xid::PING, zxid, err: 0 }, Response::Empty));
             }
-            RequestBody::Empty if op == OpCode::CloseSession && self.repl.is_some() => {
-                self.propose_close(conn, sid, xid);
-            }
-            RequestBody::Empty if op == OpCode::CloseSession => {
-                self.close_session(sid);
-                let zxid = self.tree.last_zxid();
-                self.send(conn, Outbound::Reply(ReplyHeader { xid, zxid, err: 0 }, Response::Empty));
-                self.close_conn(conn);
-            }
+            RequestBody::Empty if op == OpCode::CloseSession => self.submit(conn, sid, Submit::Close { xid }),
             RequestBody::Empty => {
                 // whoAmI
                 let ids = ids_of(&self.sessions, sid);
@@ -564,7 +451,7 @@ impl Core {
             | RequestBody::SetData { .. }
             | RequestBody::SetAcl { .. }
             | RequestBody::Multi(_)
-            | RequestBody::Reconfig { .. }) => self.write(conn, sid, xid, op, body),
+            | RequestBody::Reconfig { .. }) => self.submit(conn, sid, Submit::Write { xid, op, body }),
             RequestBody::PathWatch { path, watch } => {
                 let ids = ids_of(&self.sessions, sid);
                 let r = Reader { ids, watcher: conn };
@@ -577,9 +464,7 @@ impl Core {
                 };
                 self.reply(conn, xid, res);
             }
-            RequestBody::Path { path } if op == OpCode::Sync && self.repl.is_some() => {
-                self.propose_sync(conn, xid, path);
-            }
+            RequestBody::Path { path } if op == OpCode::Sync => self.submit(conn, sid, Submit::Sync { xid, path }),
             RequestBody::Path { path } => {
                 let ids = ids_of(&self.sessions, sid);
                 let r = Reader { ids, watcher: conn };
@@ -587,8 +472,8 @@ impl Core {
                     OpCode::GetAcl => reads::get_acl(&self.tree, &r, &path),
                     OpCode::GetAllChildrenNumber => reads::all_children_number(&self.tree, &r, &path),
                     OpCode::GetEphemerals => Ok(reads::ephemerals(&self.tree, sid, &path)),
-                    // sync: standalone has nothing to wait for; the path is echoed back.
-                    _ => Ok(Response::Path(path)),
+                    // (sync is the log's: `Submit::Sync` above)
+                    _ => Err(ErrorCode::Unimplemented),
                 };
                 self.reply(conn, xid, res);
             }

@@ -1,5 +1,6 @@
-//! Sessions in the core: the handshake (new session or re-attach), closing, expiry by tick
-//! buckets, and the periodic sweep of empty containers and expired TTL nodes.
+//! Sessions in the core: the handshake (a new session or a re-attach, handed to the log), the
+//! password check, moving a session to a connection, and the pings a connection answered
+//! itself, which expiry counts.
 
 use super::*;
 
@@ -16,23 +17,14 @@ impl Core {
     /// Answers a connection's ConnectRequest (again, for one held while there was no leader).
     pub(super) fn handshake(&mut self, id: ConnId, req: ConnectRequest) {
         let Some(peer) = self.conns.get(&id).map(|c| c.handle.peer) else { return };
-        let ids = match self.conns.get(&id) {
-            Some(c) => crate::authinfo::from_added(
-                std::iter::once(Id::new("ip", &peer.to_string())).chain(c.handle.tls_ids.iter().cloned()),
-            ),
-            None => return,
-        };
         let now = self.now_ms();
-        if let Some(r) = self.repl.as_mut().filter(|r| !r.serving() && r.hold_ms > 0 && r.stopped().is_none()) {
-            if !(r.read_only_enabled() && req.read_only == Some(true)) {
-                // No leader, most likely for an election's fraction of a second: the client
-                // waits for its answer instead of being refused and backing off (the Java
-                // client sleeps up to a second before it tries another host).
-                tracing::debug!(conn = id, %peer, "holding a handshake until this member has a leader");
-                r.held.push((id, req, now));
-                return;
-            }
-        }
+        // No leader, most likely for an election's fraction of a second: the client waits for
+        // its answer instead of being refused and backing off (the Java client sleeps up to a
+        // second before it tries another host).
+        let Some(req) = self.log.hold_handshake(id, req, now) else {
+            tracing::debug!(conn = id, %peer, "holding a handshake until this member has a leader");
+            return;
+        };
         let last = self.tree.last_zxid();
         if req.last_zxid_seen > last {
             // ZooKeeper refuses a client that has seen a newer state, without a response.
@@ -41,11 +33,11 @@ impl Core {
             self.close_conn(id);
             return;
         }
-        if self.repl.as_ref().is_some_and(|r| !r.serving() && r.read_only_enabled()) && req.read_only == Some(true) {
+        if self.log.read_only_now() && req.read_only == Some(true) {
             self.connect_read_only(id, req);
             return;
         }
-        if self.repl.as_ref().is_some_and(|r| !r.serving()) {
+        if !self.log.serving() {
             // A member with no leader is not serving (ZooKeeper closes the connection the same
             // way while it is LOOKING): the client tries the next host.
             tracing::info!(conn = id, %peer, "refusing connection: this member has no leader");
@@ -54,39 +46,14 @@ impl Core {
         }
         let timeout =
             req.timeout_ms.clamp(self.cfg.min_session_timeout_ms as i32, self.cfg.max_session_timeout_ms as i32);
-        if req.session_id == 0 && self.repl.is_some() {
+        if req.session_id == 0 {
             let sid = self.next_session;
             self.next_session += 1;
-            self.propose_session(id, sid, timeout);
-            return;
-        }
-        if req.session_id != 0 && self.repl.is_some() {
-            let sid = req.session_id;
-            if self.sessions.contains_key(&sid) && !self.password_ok(sid, &req.password) {
-                // A wrong password is refused at once, as ZooKeeper checks it before it
-                // revalidates the session with its leader.
-                return self.refuse_reattach(id, sid);
-            }
-            // Unknown here may only mean not applied here yet: judged when the attach is.
-            self.propose_attach(id, sid, timeout, req.password);
-            return;
-        }
-        let sid = if req.session_id == 0 {
-            let sid = self.next_session;
-            self.next_session += 1;
-            self.commit(sid, TxnOp::CreateSession { timeout_ms: timeout, password: None });
-            self.sessions.insert(sid, Session { timeout_ms: timeout, conn: Some(id), ids });
-            tracing::debug!(session = format!("0x{sid:x}"), timeout, "session created");
-            sid
+            self.submit(id, sid, Submit::Session { sid, timeout });
         } else {
             let sid = req.session_id;
-            if !(self.sessions.contains_key(&sid) && self.password_ok(sid, &req.password)) {
-                return self.refuse_reattach(id, sid);
-            }
-            self.reattach(id, sid, timeout, ids);
-            sid
-        };
-        self.attached(id, sid, timeout);
+            self.submit(id, sid, Submit::Attach { sid, timeout, password: req.password });
+        }
     }
 
     /// True if `given` is the password of session `sid`: the replicated one of an ensemble's
@@ -130,9 +97,7 @@ impl Core {
     /// The session is attached to the connection: answer its ConnectRequest.
     pub(super) fn attached(&mut self, id: ConnId, sid: SessionId, timeout: i32) {
         self.expiry.touch(sid, self.now_ms(), timeout as u64);
-        if let Some(r) = &mut self.repl {
-            r.touched(sid);
-        }
+        self.log.touched(sid);
         if let Some(c) = self.conns.get_mut(&id) {
             c.session = Some(sid);
         }
@@ -148,16 +113,6 @@ impl Core {
             read_only: Some(self.conns.get(&id).is_some_and(|c| c.read_only)),
         };
         self.send(id, Outbound::Connected(resp));
-    }
-
-    /// Closes a session: a txn that deletes its ephemerals; its connection is told to go.
-    pub(super) fn close_session(&mut self, sid: SessionId) {
-        if self.sessions.remove(&sid).is_none() {
-            return;
-        }
-        self.expiry.remove(sid);
-        tracing::debug!(session = format!("0x{sid:x}"), "session closed");
-        self.commit(sid, TxnOp::CloseSession);
     }
 
     /// Moves each session whose connection answered pings itself to the expiry bucket those
@@ -184,35 +139,5 @@ impl Core {
         }
         self.expiry.touch(sid, heard, timeout);
         true
-    }
-
-    pub(super) fn tick(&mut self) {
-        if self.repl.is_some() {
-            self.ensemble_tick();
-            return;
-        }
-        let now = self.now_ms();
-        for sid in self.expiry.expired(now) {
-            if self.heard_lately(sid, now) {
-                continue;
-            }
-            tracing::info!(session = format!("0x{sid:x}"), "session expired");
-            let conn = self.sessions.get(&sid).and_then(|s| s.conn);
-            self.close_session(sid);
-            if let Some(c) = conn {
-                self.abort_conn(c);
-            }
-        }
-        if now >= self.next_sweep_ms {
-            self.next_sweep_ms = now + self.cfg.container_check_interval_ms;
-            let mut victims = self.tree.container_candidates();
-            victims.extend(self.tree.expired_ttls(wall_ms()));
-            for p in victims {
-                if let Some(op) = prep::prepare_reap(&self.tree, &p) {
-                    tracing::debug!(path = %p, "reaping empty container or expired TTL node");
-                    self.commit(0, op);
-                }
-            }
-        }
     }
 }

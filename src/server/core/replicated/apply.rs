@@ -7,7 +7,7 @@ impl Core {
     /// Applies committed entries in log order.
     pub(in crate::server::core) fn apply_committed(&mut self, entries: Vec<Committed>) {
         for e in entries {
-            if self.repl.as_deref().is_some_and(|r| r.checks.stopped.is_some()) {
+            if self.log.replicated().is_some_and(|r| r.checks.stopped.is_some()) {
                 // Stopped (see `check`): nothing more is applied here.
                 return;
             }
@@ -60,7 +60,7 @@ impl Core {
     /// The `leader-dies-in-joint` failpoint: the leader that appended this joint membership entry
     /// exits as it applies it (a later leader that commits it lives on).
     fn die_in_joint(&mut self, log_id: &LogId) {
-        let Some(r) = self.repl.as_deref() else { return };
+        let Some(r) = self.log.replicated() else { return };
         if r.role == Role::Leader && log_id.leader_id.node_id == r.me && log_id.leader_id.term == r.term {
             tracing::error!(
                 "failpoint leader-dies-in-joint: the leader exits between the two steps of a membership change"
@@ -119,7 +119,7 @@ impl Core {
 
     /// Applies one command; false if it was no txn (and took no zxid).
     pub(super) fn apply_command(&mut self, zxid: Zxid, cmd: Command) -> bool {
-        let me = self.repl.as_ref().map_or(0, |r| r.me);
+        let me = self.log.replicated().map_or(0, |r| r.me);
         let waiting = match (cmd.origin.member == me, cmd.origin.seq) {
             (true, seq) if seq != 0 => self.repl().and_then(|r| r.waiting.remove(&seq)),
             _ => None,
@@ -132,7 +132,7 @@ impl Core {
                 let owner = SessionOwner { member: cmd.origin.member, seq: cmd.origin.seq, by_attach: false };
                 self.tree.set_owner(sid, owner);
                 self.sessions.entry(sid).or_insert(Session { timeout_ms, conn: None, ids: Vec::new() });
-                if self.repl.as_ref().is_some_and(|r| r.role == Role::Leader) {
+                if self.log.replicated().is_some_and(|r| r.role == Role::Leader) {
                     self.expiry.touch(sid, self.now_ms(), timeout_ms as u64);
                 }
                 if let Some(Waiting::Session { conn, timeout, ids }) = waiting {
@@ -264,7 +264,7 @@ impl Core {
             _ => false,
         };
         if moved {
-            if self.repl.as_ref().is_some_and(|r| r.role == Role::Leader) {
+            if self.log.replicated().is_some_and(|r| r.role == Role::Leader) {
                 self.expiry.touch(sid, self.now_ms(), timeout_ms.max(0) as u64);
             }
             let waiting_conn = match &waiting {
@@ -298,7 +298,7 @@ impl Core {
 
     /// Answers the syncs whose point this member has applied.
     pub(super) fn release_syncs(&mut self) {
-        let Some(r) = self.repl.as_deref_mut() else { return };
+        let Some(r) = self.log.replicated_mut() else { return };
         let applied = r.applied_index();
         let mut ready = Vec::new();
         r.syncs.retain(|(index, seq)| {
@@ -345,7 +345,7 @@ impl Core {
         body: &RequestBody,
     ) {
         let RequestBody::Reconfig { joining, leaving, new_members, cur_config_id } = body else { return };
-        let Some(r) = self.repl.as_deref() else { return };
+        let Some(r) = self.log.replicated() else { return };
         let current = r.membership.clone();
         let planned =
             crate::raft::reconfig::plan(joining.as_deref(), leaving.as_deref(), new_members.as_deref(), &current);
@@ -365,7 +365,7 @@ impl Core {
         if !allowed {
             return self.reply(conn, xid, Err(ErrorCode::NoAuth));
         }
-        let Some(r) = self.repl.as_deref_mut() else { return };
+        let Some(r) = self.log.replicated_mut() else { return };
         r.next_seq += 1;
         let seq = r.next_seq;
         r.waiting.insert(seq, Waiting::Reconfig { conn, xid });

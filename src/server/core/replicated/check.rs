@@ -69,7 +69,7 @@ impl Core {
             ));
         }
         let check = batch.check?;
-        let r = self.repl.as_deref()?;
+        let r = self.log.replicated()?;
         let mine = r.checks.digest_at(check.zxid)?;
         (mine != check.digest).then(|| {
             (
@@ -85,7 +85,7 @@ impl Core {
     /// Records this member's digest where an entry ended and publishes it.
     pub(super) fn record_end(&mut self) {
         let end = AppliedCheck { zxid: self.tree.last_zxid(), digest: self.tree.digest() };
-        let Some(r) = self.repl.as_deref_mut() else { return };
+        let Some(r) = self.log.replicated_mut() else { return };
         let c = &mut r.checks;
         if c.ends.back().is_some_and(|b| b.zxid >= end.zxid) {
             // A blank or attach-only entry: the same end again.

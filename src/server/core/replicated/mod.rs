@@ -218,13 +218,39 @@ fn is_proposal(req: &Request) -> bool {
 
 impl Core {
     fn repl(&mut self) -> Option<&mut Replicated> {
-        self.repl.as_deref_mut()
+        self.log.replicated_mut()
+    }
+
+    /// The ensemble's side of `Core::submit`: everything is proposed, and answered when this
+    /// member applies its entry (`apply.rs`).
+    pub(in crate::server::core) fn propose_submit(&mut self, conn: ConnId, sid: SessionId, s: Submit) {
+        match s {
+            Submit::Session { sid, timeout } => self.propose_session(conn, sid, timeout),
+            Submit::Attach { sid, timeout, password } => {
+                if self.sessions.contains_key(&sid) && !self.password_ok(sid, &password) {
+                    // A wrong password is refused at once, as ZooKeeper checks it before it
+                    // revalidates the session with its leader.
+                    return self.refuse_reattach(conn, sid);
+                }
+                // Unknown here may only mean not applied here yet: judged when the attach is.
+                self.propose_attach(conn, sid, timeout, password);
+            }
+            Submit::Write { xid, op, body } => {
+                let reconfig_enabled = self.cfg.ensemble.as_ref().is_some_and(|e| e.reconfig_enabled);
+                if reconfig_enabled && matches!(body, RequestBody::Reconfig { .. }) {
+                    return self.propose_reconfig(conn, sid, xid, &body);
+                }
+                self.propose_request(conn, sid, xid, op, body);
+            }
+            Submit::Close { xid } => self.propose_close(conn, sid, xid),
+            Submit::Sync { xid, path } => self.propose_sync(conn, xid, path),
+        }
     }
 
     /// Sends a command to the log. With a waiter, the connection's later requests queue behind it.
     fn propose(&mut self, session: SessionId, op: CommandOp, waiting: Option<Waiting>) {
         let conn = waiting.as_ref().map(Waiting::conn);
-        let Some(r) = self.repl.as_deref_mut() else { return };
+        let Some(r) = self.log.replicated_mut() else { return };
         let seq = match waiting {
             Some(w) => {
                 r.next_seq += 1;
@@ -256,7 +282,7 @@ impl Core {
         }
     }
 
-    pub(super) fn propose_session(&mut self, conn: ConnId, sid: SessionId, timeout: i32) {
+    fn propose_session(&mut self, conn: ConnId, sid: SessionId, timeout: i32) {
         let Some(c) = self.conns.get(&conn) else { return };
         let ids = crate::authinfo::from_added(
             std::iter::once(Id::new("ip", &c.handle.peer.to_string())).chain(c.handle.tls_ids.iter().cloned()),
@@ -268,7 +294,7 @@ impl Core {
 
     /// A client re-attaches session `sid` here: judged, and the session moved here, when this
     /// member applies the `Attach` (see `CommandOp::Attach`).
-    pub(super) fn propose_attach(&mut self, conn: ConnId, sid: SessionId, timeout: i32, password: Vec<u8>) {
+    fn propose_attach(&mut self, conn: ConnId, sid: SessionId, timeout: i32, password: Vec<u8>) {
         let Some(c) = self.conns.get(&conn) else { return };
         let ids = crate::authinfo::from_added(
             std::iter::once(Id::new("ip", &c.handle.peer.to_string())).chain(c.handle.tls_ids.iter().cloned()),
@@ -284,19 +310,19 @@ impl Core {
         self.propose(sid, op, Some(w));
     }
 
-    pub(super) fn propose_request(&mut self, conn: ConnId, sid: SessionId, xid: i32, op: OpCode, body: RequestBody) {
+    fn propose_request(&mut self, conn: ConnId, sid: SessionId, xid: i32, op: OpCode, body: RequestBody) {
         let ids = ids_of(&self.sessions, sid).to_vec();
         let (ttl_enabled, enforce_quota) = (self.cfg.ttl_enabled, self.cfg.enforce_quota);
         let cmd = CommandOp::Request { ids, ttl_enabled, enforce_quota, op, body };
         self.propose(sid, cmd, Some(Waiting::Write { conn, xid }));
     }
 
-    pub(super) fn propose_close(&mut self, conn: ConnId, sid: SessionId, xid: i32) {
+    fn propose_close(&mut self, conn: ConnId, sid: SessionId, xid: i32) {
         self.propose(sid, CommandOp::CloseSession, Some(Waiting::Close { conn, xid }));
     }
 
-    pub(super) fn propose_sync(&mut self, conn: ConnId, xid: i32, path: String) {
-        let Some(r) = self.repl.as_deref_mut() else { return };
+    fn propose_sync(&mut self, conn: ConnId, xid: i32, path: String) {
+        let Some(r) = self.log.replicated_mut() else { return };
         r.next_seq += 1;
         let seq = r.next_seq;
         r.waiting.insert(seq, Waiting::Sync { conn, xid, path });
@@ -337,7 +363,7 @@ impl Core {
 
     /// Serves what queued on a connection, up to the first request that must wait.
     fn serve_queued(&mut self, conn: ConnId) {
-        let holding = self.repl.as_deref().is_some_and(Replicated::holding_conns);
+        let holding = self.log.replicated().is_some_and(Replicated::holding_conns);
         loop {
             let Some(c) = self.conns.get_mut(&conn) else { return };
             if holding && !c.read_only {

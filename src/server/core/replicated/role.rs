@@ -10,7 +10,7 @@ impl Core {
             ReplMsg::Role { role, leader, term, leader_gone } => self.role_changed(role, leader, term, leader_gone),
             ReplMsg::ProposalFailed { seq } => self.fail(seq),
             ReplMsg::ForwardLost => {
-                if self.repl.as_ref().is_some_and(|r| r.role != Role::Leader) {
+                if self.log.replicated().is_some_and(|r| r.role != Role::Leader) {
                     self.fail_all();
                 }
             }
@@ -41,7 +41,7 @@ impl Core {
                 }
             }
             ReplMsg::SnapshotView(tx) => {
-                let Some(r) = self.repl.as_deref() else { return };
+                let Some(r) = self.log.replicated() else { return };
                 let view = SnapshotView {
                     tree: self.tree.snapshot_view(),
                     log_id: r.applied,
@@ -57,7 +57,7 @@ impl Core {
     }
 
     pub(super) fn role_changed(&mut self, role: Role, leader: Option<u64>, term: u64, leader_gone: bool) {
-        let Some(r) = self.repl.as_deref_mut() else { return };
+        let Some(r) = self.log.replicated_mut() else { return };
         let was = (r.role, r.leader, r.term);
         if was == (role, leader, term) {
             return;
@@ -182,7 +182,7 @@ impl Core {
     /// the sessions they heard from.
     pub(in crate::server::core) fn ensemble_tick(&mut self) {
         let now = self.now_ms();
-        let Some(role) = self.repl.as_ref().map(|r| r.role) else { return };
+        let Some(role) = self.log.replicated().map(|r| r.role) else { return };
         let late: Vec<ConnId> = match self.repl() {
             Some(r) if !r.held.is_empty() => {
                 let hold = r.hold_ms;
@@ -196,7 +196,7 @@ impl Core {
             tracing::info!(conn, "refusing connection: this member still has no leader");
             self.close_conn(conn);
         }
-        if self.repl.as_deref().and_then(|r| r.hold_conns_until).is_some_and(|until| now >= until) {
+        if self.log.replicated().and_then(|r| r.hold_conns_until).is_some_and(|until| now >= until) {
             if let Some(r) = self.repl() {
                 r.hold_conns_until = None;
             }
@@ -232,7 +232,7 @@ impl Core {
             }
             Role::Follower | Role::Observer => {
                 let interval = (self.cfg.tick_time_ms as u64 / 2).max(10);
-                let Some(r) = self.repl.as_deref_mut() else { return };
+                let Some(r) = self.log.replicated_mut() else { return };
                 if now < r.next_report_ms {
                     return;
                 }
@@ -280,7 +280,7 @@ impl Core {
         } else {
             let sid = req.session_id;
             let replicated = self.tree.sessions().get(&sid).and_then(|s| s.password);
-            let local = self.repl.as_ref().is_some_and(|r| r.ro_sessions.contains(&sid));
+            let local = self.log.replicated().is_some_and(|r| r.ro_sessions.contains(&sid));
             let known = self.sessions.contains_key(&sid)
                 && match replicated {
                     Some(p) => crate::session::same_password(&p, &req.password),
@@ -324,6 +324,6 @@ impl Core {
 
     /// This member's role, leader and last applied index (for the operator views).
     pub fn ensemble_view(&self) -> Option<(Role, Option<u64>, Option<LogId>)> {
-        self.repl.as_deref().map(|r| (r.role, r.leader, r.applied))
+        self.log.replicated().map(|r| (r.role, r.leader, r.applied))
     }
 }

@@ -382,15 +382,15 @@ fn a_member_whose_tree_differs_from_the_leaders_stops_serving_and_starts_over() 
     log.extend(m1.proposed().into_iter().map(|c| Batch::new(vec![c], None)));
     m1.apply_batches(&log, log.len());
     m2.apply_batches(&log, log.len());
-    assert!(m2.core.repl.as_deref().unwrap().serving(), "nothing told it yet");
+    assert!(m2.core.log.replicated().unwrap().serving(), "nothing told it yet");
     // The leader's next entry carries its digest where its last entry ended.
-    let check = m1.core.repl.as_deref().unwrap().checks_latest();
+    let check = m1.core.log.replicated().unwrap().checks_latest();
     m1.request(&c, 2, OpCode::Create, create("/b"));
     log.extend(m1.proposed().into_iter().map(|c| Batch::new(vec![c], check)));
     m1.apply_batches(&log, log.len());
     m2.apply_batches(&log, log.len());
-    let r1 = m1.core.repl.as_deref().unwrap();
-    let r2 = m2.core.repl.as_deref().unwrap();
+    let r1 = m1.core.log.replicated().unwrap();
+    let r2 = m2.core.log.replicated().unwrap();
     assert!(r1.serving(), "the leader agrees with itself");
     assert!(!r2.serving(), "the member that differs stops serving");
     assert!(r2.stopped().is_some_and(|why| why.contains("differs from the leader's")));
@@ -416,5 +416,5 @@ fn an_entry_of_newer_prep_rules_is_never_applied() {
     log.push(newer);
     m2.apply_batches(&log, log.len());
     assert!(m2.core.tree.get("/new").is_none());
-    assert!(m2.core.repl.as_deref().unwrap().stopped().is_some_and(|why| why.contains("upgrade")));
+    assert!(m2.core.log.replicated().unwrap().stopped().is_some_and(|why| why.contains("upgrade")));
 }

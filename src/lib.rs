@@ -22,6 +22,7 @@ pub mod codec;
 pub mod config;
 pub mod dubbo;
 pub mod import;
+pub mod listen;
 pub mod proto;
 pub mod raft;
 pub mod security;

@@ -266,6 +266,75 @@ async fn reconfigs_from_the_same_configuration_succeed_once_and_roles_change_as_
     cl.shutdown().await;
 }
 
+/// A reconfig that gives an existing member new addresses moves it there, as ZooKeeper's
+/// processReconfig does (`ServerCnxnFactory.reconfigure`; issue 22, item 7: it answered
+/// "not supported yet"): its client and peer ports listen on the new addresses and no longer on
+/// the old ones, a session connected before the move lives on, the other members reach it at
+/// its new peer address (after it restarts there, and through an election it must vote in).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_reconfig_that_changes_a_members_addresses_moves_its_listeners() {
+    let mut cfgs = ensemble_configs(3);
+    for c in &mut cfgs {
+        c.super_digest = Some("super:D/InIHSb7yEEbrWz8b9l71RjZJU=".into());
+        if let Some(e) = &mut c.ensemble {
+            e.reconfig_enabled = true;
+        }
+    }
+    let mut cl = Cluster::start_with(cfgs).await;
+    let l = cl.leader().await;
+    let f = cl.follower(l);
+    let old_client = cl.addr(f);
+    let old_peer = cl.cfgs[f].ensemble.as_ref().unwrap().members[&(f as u64 + 1)].peer_addr();
+    let kept = client(&old_client).await;
+    kept.create("/before", b"", &persistent()).await.unwrap();
+    let admin = client(&cl.addr(l)).await;
+    admin.auth("digest".into(), b"super:test".to_vec()).await.unwrap();
+    let (client_port, peer_port) = (free_port(), free_port());
+    let line = format!("server.{}=127.0.0.1:{peer_port}:{peer_port}:participant;127.0.0.1:{client_port}", f + 1);
+    let (after, _) = admin.update_ensemble(inc(&[line.as_str()]), None).await.expect("the member's addresses change");
+    assert!(String::from_utf8(after).unwrap().lines().any(|l| l == line), "the new configuration has the new line");
+    let new_client = format!("127.0.0.1:{client_port}");
+    let new_peer = format!("127.0.0.1:{peer_port}");
+    let listening = |addr: String, want: bool| async move {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while tokio::net::TcpStream::connect(&addr).await.is_ok() != want {
+            assert!(tokio::time::Instant::now() < deadline, "{addr}: listening should be {want}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    listening(new_client.clone(), true).await;
+    listening(new_peer.clone(), true).await;
+    listening(old_client.clone(), false).await;
+    listening(old_peer.clone(), false).await;
+    let moved = client(&new_client).await;
+    moved.sync("/").await.unwrap();
+    moved.get_data("/before").await.expect("served at the new client port");
+    moved.create("/after-move", b"", &persistent()).await.unwrap();
+    kept.sync("/").await.unwrap();
+    kept.get_data("/after-move").await.expect("a session connected before the move lives on");
+    drop((kept, moved));
+    // Restarted at its new addresses (what its rewritten zoo.cfg says), the others reach it
+    // there: with the leader gone, no leader can be elected without it.
+    {
+        let c = &mut cl.cfgs[f];
+        c.port = client_port;
+        let e = c.ensemble.as_mut().unwrap();
+        let spec = e.members.get_mut(&(f as u64 + 1)).unwrap();
+        spec.peer_port = peer_port;
+        spec.election_port = peer_port;
+        spec.client = Some(("127.0.0.1".into(), client_port));
+    }
+    cl.restart(f).await;
+    cl.leader().await;
+    cl.stop(l).await;
+    let now = cl.leader().await;
+    assert_ne!(now, l);
+    let c = client(&cl.addr(f)).await;
+    assert_eq!(cl.addr(f), new_client);
+    c.create("/after-election", b"", &persistent()).await.expect("a leader elected with the moved member");
+    cl.shutdown().await;
+}
+
 /// Reconfig is atomic for the client (issue 22, item 7): the leader dies between the two steps
 /// of openraft's membership change (the `leader-dies-in-joint` failpoint: it exits as it
 /// applies the joint entry it appended, with kill -9's effect on a process). The survivors

@@ -55,7 +55,8 @@ impl std::fmt::Display for ServerSpec {
     }
 }
 
-fn join_host_port(host: &str, port: u16) -> String {
+/// `host:port`, an IPv6 host in brackets.
+pub fn join_host_port(host: &str, port: u16) -> String {
     if host.contains(':') {
         format!("[{host}]:{port}")
     } else {

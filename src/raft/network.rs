@@ -17,16 +17,27 @@ use std::time::Duration;
 /// Makes RPC clients for openraft.
 pub struct Network {
     pub link: Link,
+    /// The peer address each member was last dialled at.
+    dialled: std::collections::HashMap<MemberId, String>,
+}
+
+impl Network {
+    pub fn new(link: Link) -> Network {
+        Network { link, dialled: Default::default() }
+    }
 }
 
 impl RaftNetworkFactory<Zkr> for Network {
     type Network = PeerClient;
 
     async fn new_client(&mut self, target: MemberId, node: &super::members::ServerSpec) -> PeerClient {
+        let addr = node.peer_addr();
+        let before = self.dialled.insert(target, addr.clone());
         PeerClient {
             link: self.link.clone(),
             target,
-            addr: node.peer_addr(),
+            fallback: before.filter(|b| *b != addr),
+            addr,
             conn: None,
             reachable: true,
             refusal_logged: None,
@@ -39,6 +50,10 @@ pub struct PeerClient {
     link: Link,
     target: MemberId,
     addr: String,
+    /// A reconfig moved the member: its old address, tried while the new one refuses. The
+    /// member listens at the new one only once it has applied the configuration that moves it,
+    /// and that configuration reaches it through this client.
+    fallback: Option<String>,
     conn: Option<PeerStream>,
     /// Whether the last RPC got through: a change is logged once, not every retry (openraft's
     /// own per-retry errors are filtered out of the default log).
@@ -56,11 +71,23 @@ impl PeerClient {
         let conn = match self.conn.take() {
             Some(c) => c,
             None => match self.link.connect(&self.addr, Kind::Rpc).await {
-                Ok(c) => c,
-                Err(e) => {
-                    self.lost(&e);
-                    return Err(RPCError::Unreachable(Unreachable::new(&e)));
+                Ok(c) => {
+                    self.fallback = None;
+                    c
                 }
+                Err(e) => match &self.fallback {
+                    Some(old) => match self.link.connect(old, Kind::Rpc).await {
+                        Ok(c) => c,
+                        Err(_) => {
+                            self.lost(&e);
+                            return Err(RPCError::Unreachable(Unreachable::new(&e)));
+                        }
+                    },
+                    None => {
+                        self.lost(&e);
+                        return Err(RPCError::Unreachable(Unreachable::new(&e)));
+                    }
+                },
             },
         };
         let mut conn = conn;

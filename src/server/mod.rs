@@ -83,6 +83,8 @@ struct Started {
     durable: outbound::Durable,
     views: Arc<view::Views>,
     member: Option<Member>,
+    /// A member's client address as reconfigs change it (see `listen`).
+    client_follow: Option<tokio::sync::watch::Receiver<Option<String>>>,
     lock: std::fs::File,
 }
 
@@ -146,7 +148,7 @@ impl Server {
             None => start_standalone(&cfg, &stats)?,
             Some(ens) => start_member(&cfg, ens, &stats, &shutdown).await?,
         };
-        let Started { core_tx, core, log, durable, views, member, lock } = st;
+        let Started { core_tx, core, log, durable, views, member, client_follow, lock } = st;
 
         let tick = Duration::from_millis((cfg.tick_time_ms as u64 / 2).clamp(10, 100));
         let (ticker_tx, ticker_stop) = (core_tx.clone(), shutdown.clone());
@@ -197,12 +199,17 @@ impl Server {
             durable,
             views,
         });
+        let listener = match client_follow {
+            Some(rx) => crate::listen::Listener::following(listener, rx, "client"),
+            None => crate::listen::Listener::fixed(listener, "client"),
+        };
         let mut accept = vec![tokio::spawn(accept_loop(listener, None, shared.clone()))];
         tracing::info!(%addr, "zkr accepting client connections");
         let mut secure_addr = None;
         if let Some((l, tls, a)) = secure {
             let watch = tls.clone().watch(shutdown.clone(), crate::security::tls::RELOAD_POLL);
             accept.push(tokio::spawn(watch));
+            let l = crate::listen::Listener::fixed(l, "TLS client");
             accept.push(tokio::spawn(accept_loop(l, Some(tls), shared)));
             tracing::info!(addr = %a, "zkr accepting TLS client connections (secureClientPort)");
             secure_addr = Some(a);
@@ -296,7 +303,7 @@ struct Accepting {
 }
 
 async fn accept_loop(
-    listener: TcpListener,
+    mut listener: crate::listen::Listener,
     tls: Option<Arc<crate::security::tls::TlsContext>>,
     shared: Arc<Accepting>,
 ) {
@@ -407,7 +414,16 @@ fn start_standalone(cfg: &Arc<Config>, stats: &Arc<stats::ServerStats>) -> Resul
         .name("zkr-core".into())
         .spawn(move || core.run(core_rx))
         .map_err(StartError::Thread)?;
-    Ok(Started { core_tx, core, log: Some(log), durable, views, member: None, lock: recovered.lock })
+    Ok(Started {
+        core_tx,
+        core,
+        log: Some(log),
+        durable,
+        views,
+        member: None,
+        client_follow: None,
+        lock: recovered.lock,
+    })
 }
 
 /// An ensemble member: the Raft log and snapshots, openraft, the peer port, the core.
@@ -462,7 +478,10 @@ async fn start_member(
     // Handshakes wait for a leader up to one election timeout (an election after a leader's
     // death takes a fraction of that) before they are refused.
     let checks = crate::raft::command::LatestCheck::default();
+    let (client_follow, client_addr) = crate::listen::follow();
+    let (peer_follow, peer_addr_rx) = crate::listen::follow();
     let repl = repl
+        .with_addresses(client_follow, peer_follow)
         .with_handshake_hold(timing.election_max.as_millis() as u64)
         .with_keep_clients(cfg.keep_clients_on_leader_loss)
         .with_latest_check(checks.clone());
@@ -486,7 +505,7 @@ async fn start_member(
     let log_reader = log.clone();
     let due = state_machine::SnapshotDue::new(cfg.snap_count);
     let sm = state_machine::StateMachine::new(up.clone(), due.clone(), snap_dir, applied, membership);
-    let raft = crate::raft::types::Raft::new(me, Arc::new(raft_cfg), network::Network { link: link.clone() }, log, sm)
+    let raft = crate::raft::types::Raft::new(me, Arc::new(raft_cfg), network::Network::new(link.clone()), log, sm)
         .await
         .map_err(|e| StartError::Ensemble(format!("cannot start Raft: {e}")))?;
     tokio::spawn(due.run(raft.clone(), shutdown.clone()));
@@ -510,6 +529,7 @@ async fn start_member(
         status: status.clone(),
         log: log_reader,
     };
+    let listener = crate::listen::Listener::following(listener, peer_addr_rx, "peer");
     let peers = tokio::spawn(member::serve_peers(port, listener, shutdown.clone()));
     let voters: std::collections::BTreeMap<u64, crate::raft::members::ServerSpec> =
         ens.members.iter().filter(|(_, s)| !s.observer).map(|(id, s)| (*id, s.clone())).collect();
@@ -557,5 +577,14 @@ async fn start_member(
     tokio::spawn(member::watch_role(raft.clone(), up, status.clone(), stale, shutdown.clone()));
     tracing::info!(id = me, peer = %peer_addr, members = ens.members.len(), "ensemble member started");
     let member = Member { raft, status, peer_addr, peers };
-    Ok(Started { core_tx, core, log: None, durable, views, member: Some(member), lock })
+    Ok(Started {
+        core_tx,
+        core,
+        log: None,
+        durable,
+        views,
+        member: Some(member),
+        client_follow: Some(client_addr),
+        lock,
+    })
 }

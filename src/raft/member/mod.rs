@@ -29,7 +29,6 @@ use super::wire::{self, ForwardMsg, ForwardReply, Hello, Kind, RpcRequest, RpcRe
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 

@@ -16,7 +16,7 @@ pub struct PeerPort {
 }
 
 /// Serves the peer port: openraft's RPCs and forward streams from other members.
-pub async fn serve_peers(port: PeerPort, listener: TcpListener, shutdown: CancellationToken) {
+pub async fn serve_peers(port: PeerPort, mut listener: crate::listen::Listener, shutdown: CancellationToken) {
     let PeerPort { link, raft, submitter, core, status, log } = port;
     loop {
         let accepted = tokio::select! {

@@ -40,6 +40,9 @@ impl Core {
                     self.advance_zxid(zxid);
                     let joint = crate::raft::types::is_joint(m.membership());
                     if let Some(r) = self.repl() {
+                        if !joint {
+                            r.follow_addresses(&m);
+                        }
                         r.membership = m;
                     }
                     if joint && self.cfg.failpoints.leader_dies_in_joint {

@@ -119,6 +119,11 @@ pub struct Replicated {
     hold_conns_until: Option<u64>,
     /// This member's digests where entries ended, checked against the leader's.
     checks: check::Checks,
+    /// Where this member's client and peer listeners move when a reconfig changes its
+    /// addresses (`crate::listen`).
+    addresses: Option<(crate::listen::Follow, crate::listen::Follow)>,
+    /// This member's entry in the last settled configuration applied in this run.
+    settled: Option<crate::raft::members::ServerSpec>,
 }
 
 impl Replicated {
@@ -146,6 +151,8 @@ impl Replicated {
             hold_ms: 0,
             keep_clients: false,
             hold_conns_until: None,
+            addresses: None,
+            settled: None,
             checks: check::Checks::default(),
         }
     }
@@ -174,6 +181,29 @@ impl Replicated {
     pub fn with_keep_clients(mut self, keep: bool) -> Replicated {
         self.keep_clients = keep;
         self
+    }
+
+    /// Client and peer listeners follow this member's addresses in the applied configuration.
+    pub fn with_addresses(mut self, client: crate::listen::Follow, peer: crate::listen::Follow) -> Replicated {
+        self.addresses = Some((client, peer));
+        self
+    }
+
+    /// A configuration settled on (not a joint one) is applied: if it gives this member another
+    /// client or peer address, its listeners move there (QuorumPeer.processReconfig →
+    /// ServerCnxnFactory.reconfigure).
+    pub(super) fn follow_addresses(&mut self, new: &Membership) {
+        let Some(now) = new.membership().get_node(&self.me).cloned() else { return };
+        let before = self.settled.replace(now.clone());
+        let (Some((client, peer)), Some(before)) = (&self.addresses, before) else { return };
+        if let Some((host, port)) = &now.client {
+            if before.client.as_ref() != Some(&(host.clone(), *port)) {
+                let _ = client.send(Some(crate::raft::members::join_host_port(host, *port)));
+            }
+        }
+        if before.peer_addr() != now.peer_addr() {
+            let _ = peer.send(Some(now.peer_addr()));
+        }
     }
 
     pub fn read_only_enabled(&self) -> bool {

@@ -172,6 +172,9 @@ impl Core {
         }
         if let Some(r) = self.repl() {
             r.applied = log_id;
+            if !crate::raft::types::is_joint(membership.membership()) {
+                r.follow_addresses(&membership);
+            }
             r.membership = membership;
         }
         self.durable.store(self.tree.last_zxid(), Ordering::Release);

@@ -240,14 +240,32 @@ fn timeout_and_password(i: &[u8]) -> jute::JResult<'_, (i32, [u8; PASSWORD_LEN])
 
 /// The commands of one log entry, applied in order, each with its own zxid, with what lets every
 /// member check it prepares them as the leader did.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Batch {
-    pub cmds: Vec<Command>,
+///
+/// Encoded once, when it is made or read: an entry is cloned for every follower it is sent to
+/// and for the apply, and serialized for each of those sends and for the log. Sharing the
+/// commands and their bytes made those a reference count and a copy, where each was a deep copy
+/// and a fresh encode (a leader spent a sixth of its CPU there).
+#[derive(Debug, Clone, Default)]
+pub struct Batch(std::sync::Arc<Shared>);
+
+#[derive(Debug, Default)]
+struct Shared {
+    cmds: Vec<Command>,
     /// The prep rules the entry was made under (`PREP_VERSION` of the leader's code).
-    pub version: u32,
+    version: u32,
     /// The leader's tree right after an entry it had applied when it made this one.
-    pub check: Option<AppliedCheck>,
+    check: Option<AppliedCheck>,
+    /// The batch as it is logged and sent.
+    bytes: Vec<u8>,
 }
+
+impl PartialEq for Batch {
+    fn eq(&self, other: &Batch) -> bool {
+        (&self.0.cmds, self.0.version, self.0.check) == (&other.0.cmds, other.0.version, other.0.check)
+    }
+}
+
+impl Eq for Batch {}
 
 /// A member's tree digest (`DataTree::digest`) at a zxid where an entry ended. ZooKeeper 3.6+
 /// logs the leader's digest in every txn and a learner compares it with its own
@@ -311,27 +329,45 @@ impl Command {
 impl Batch {
     /// A batch made by this code's leader.
     pub fn new(cmds: Vec<Command>, check: Option<AppliedCheck>) -> Batch {
-        Batch { cmds, version: PREP_VERSION, check }
+        Batch::of_version(cmds, PREP_VERSION, check)
     }
 
-    pub fn encode(&self, b: &mut Vec<u8>) {
-        b.put_u64(CHECKED);
-        b.put_u32(self.version);
-        match self.check {
-            Some(c) => {
-                b.put_u8(1);
-                b.put_i64(c.zxid);
-                b.put_u64(c.digest);
-            }
-            None => b.put_u8(0),
+    /// A batch made under prep rules `version` (tests make other versions' entries with it).
+    pub fn of_version(cmds: Vec<Command>, version: u32, check: Option<AppliedCheck>) -> Batch {
+        let mut bytes = Vec::with_capacity(32 + 64 * cmds.len());
+        encode(&mut bytes, &cmds, version, check);
+        Batch(std::sync::Arc::new(Shared { cmds, version, check, bytes }))
+    }
+
+    pub fn cmds(&self) -> &[Command] {
+        &self.0.cmds
+    }
+
+    /// The commands, to apply: taken if this is the last holder, else copied.
+    pub fn into_cmds(self) -> Vec<Command> {
+        match std::sync::Arc::try_unwrap(self.0) {
+            Ok(shared) => shared.cmds,
+            Err(shared) => shared.cmds.clone(),
         }
-        put_commands(b, &self.cmds);
+    }
+
+    /// The prep rules the entry was made under.
+    pub fn version(&self) -> u32 {
+        self.0.version
+    }
+
+    /// The leader's tree right after an entry it had applied when it made this one.
+    pub fn check(&self) -> Option<AppliedCheck> {
+        self.0.check
+    }
+
+    /// The batch as it is logged and sent.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0.bytes
     }
 
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut b = Vec::with_capacity(32 + 64 * self.cmds.len());
-        self.encode(&mut b);
-        b
+        self.0.bytes.clone()
     }
 
     pub fn decode(bytes: &[u8]) -> Result<Batch, DecodeError> {
@@ -350,19 +386,40 @@ impl Batch {
                     }
                     _ => return Err(bad()),
                 };
-                match commands(rest) {
-                    Ok(cmds) => Ok(Batch { cmds, version, check }),
+                let cmds = match commands(rest) {
+                    Ok(cmds) => cmds,
                     // Commands of newer prep rules this code cannot read: the batch is refused
                     // for its version (`prepares_alike`) with a clear reason, not as damage.
-                    Err(_) if !prepares_alike(version) => Ok(Batch { cmds: Vec::new(), version, check }),
-                    Err(e) => Err(e),
-                }
+                    Err(_) if !prepares_alike(version) => Vec::new(),
+                    Err(e) => return Err(e),
+                };
+                Ok(Batch::read(cmds, version, check, bytes))
             }
             // Written before checks: a count and commands, or one bare command.
-            Some(MANY) => Ok(Batch { cmds: commands(&bytes[8..])?, version: 0, check: None }),
-            _ => Command::decode(bytes).map(|c| Batch { cmds: vec![c], version: 0, check: None }),
+            Some(MANY) => Ok(Batch::read(commands(&bytes[8..])?, 0, None, bytes)),
+            _ => Command::decode(bytes).map(|c| Batch::read(vec![c], 0, None, bytes)),
         }
     }
+
+    /// A batch read from `bytes`: logged and sent on as it was read, in whatever format.
+    fn read(cmds: Vec<Command>, version: u32, check: Option<AppliedCheck>, bytes: &[u8]) -> Batch {
+        Batch(std::sync::Arc::new(Shared { cmds, version, check, bytes: bytes.to_vec() }))
+    }
+}
+
+/// The format written now: the `CHECKED` mark, the prep version, the check, the commands.
+fn encode(b: &mut Vec<u8>, cmds: &[Command], version: u32, check: Option<AppliedCheck>) {
+    b.put_u64(CHECKED);
+    b.put_u32(version);
+    match check {
+        Some(c) => {
+            b.put_u8(1);
+            b.put_i64(c.zxid);
+            b.put_u64(c.digest);
+        }
+        None => b.put_u8(0),
+    }
+    put_commands(b, cmds);
 }
 
 /// `count:u32 (len:u32 command)*count`
@@ -403,14 +460,14 @@ fn commands(bytes: &[u8]) -> Result<Vec<Command>, DecodeError> {
 
 impl std::fmt::Display for Batch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "batch of {}", self.cmds.len())
+        write!(f, "batch of {}", self.0.cmds.len())
     }
 }
 
 /// In a Raft entry a batch is one opaque byte string (bincode frames it).
 impl serde::Serialize for Batch {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_bytes(&self.to_bytes())
+        s.serialize_bytes(self.as_bytes())
     }
 }
 
@@ -584,12 +641,12 @@ mod tests {
         };
         for cmds in [vec![cmd(5, "/a")], vec![cmd(1, "/a"), cmd(2, "/bb"), cmd(0, "/c")], vec![]] {
             let back = Batch::decode(&old_form(&cmds)).unwrap();
-            assert_eq!(back, Batch { cmds: cmds.clone(), version: 0, check: None });
-            assert!(prepares_alike(back.version));
+            assert_eq!(back, Batch::of_version(cmds.clone(), 0, None));
+            assert!(prepares_alike(back.version()));
         }
         // An entry written before batches (a bare command, bincode-framed) reads as a batch of one.
         let bare = bincode::serialize(&cmd(5, "/a")).unwrap();
-        assert_eq!(bincode::deserialize::<Batch>(&bare).unwrap().cmds, vec![cmd(5, "/a")]);
+        assert_eq!(bincode::deserialize::<Batch>(&bare).unwrap().cmds(), vec![cmd(5, "/a")]);
     }
 
     #[test]
@@ -599,7 +656,7 @@ mod tests {
             let b = bincode::serialize(&batch).unwrap();
             let back = bincode::deserialize::<Batch>(&b).unwrap();
             assert_eq!(back, batch);
-            assert_eq!(back.version, PREP_VERSION);
+            assert_eq!(back.version(), PREP_VERSION);
         }
         assert!(!prepares_alike(PREP_VERSION + 1), "an entry of newer prep rules is never applied");
         // Trailing bytes after the last command are an error.
@@ -612,13 +669,12 @@ mod tests {
     /// read as a batch of that version (refused for it, with its reason), never as damage.
     #[test]
     fn an_unreadable_command_of_newer_prep_rules_reads_as_a_batch_refused_for_its_version() {
-        let mut newer = Batch::new(vec![cmd(1, "/a")], None);
-        newer.version = PREP_VERSION + 1;
+        let newer = Batch::of_version(vec![cmd(1, "/a")], PREP_VERSION + 1, None);
         let mut b = newer.to_bytes();
         let op_at = b.len() - (4 + "/a".len()) - 1; // the Reap's tag, before its ustring
         b[op_at] = 0x7f;
         let back = Batch::decode(&b).unwrap();
-        assert_eq!((back.version, back.cmds.len()), (PREP_VERSION + 1, 0));
+        assert_eq!((back.version(), back.cmds().len()), (PREP_VERSION + 1, 0));
         let mut same = Batch::new(vec![cmd(1, "/a")], None).to_bytes();
         same[op_at] = 0x7f;
         assert!(Batch::decode(&same).is_err(), "an unreadable command of this code's rules is damage");

@@ -229,7 +229,7 @@ impl RaftStateMachine<Zkr> for StateMachine {
             let payload = match e.payload {
                 EntryPayload::Blank => CommittedPayload::Blank,
                 EntryPayload::Normal(batch) => {
-                    commands += batch.cmds.len() as u64;
+                    commands += batch.cmds().len() as u64;
                     CommittedPayload::Commands(batch)
                 }
                 EntryPayload::Membership(m) => {

@@ -9,8 +9,18 @@
 //!   zeros       the preallocated rest; a length of 0 marks the end of the data
 //! ```
 //! All integers big-endian. A segment is preallocated to `SEGMENT_BYTES` so appends do not
-//! change file metadata (ZooKeeper preallocates its logs too). What a payload holds, and how a
-//! bad record is judged (torn tail or damage), is each log's own.
+//! change file metadata (ZooKeeper preallocates its logs too). What a payload holds is each
+//! log's own, and so, by design, is how a bad record is judged, because the two logs recover
+//! from damage differently:
+//! - the standalone WAL has no other copy of its txns. A bad record in its last segment is a
+//!   torn tail, cut after a copy is kept, only if no valid record can follow it
+//!   (`damage::scan_rest`); anything else stops startup for the operator (`zkr repair-log`).
+//! - an ensemble member's Raft log can be refilled by its leader. A bad record is a torn tail
+//!   only in the exact shape a crash leaves in a preallocated segment (its claimed extent
+//!   inside the file, nothing but zeros after it); anything else, a file cut short included,
+//!   is damage: the log is cut there (a copy kept) and the member neither votes nor counts
+//!   toward a commit until its leader has refilled it (`raft::amnesia`), since the lost
+//!   entries may have been acknowledged.
 
 use crate::txn::Zxid;
 use std::fs::{File, OpenOptions};

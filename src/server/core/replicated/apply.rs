@@ -18,8 +18,9 @@ impl Core {
                         return;
                     }
                     let entry_leader = e.log_id.leader_id.node_id;
-                    for cmd in batch.cmds {
-                        if cmd.decided_by_another_leader(batch.version, entry_leader) {
+                    let version = batch.version();
+                    for cmd in batch.into_cmds() {
+                        if cmd.decided_by_another_leader(version, entry_leader) {
                             tracing::warn!(
                                 session = format!("0x{:x}", cmd.session),
                                 decided_by = cmd.origin.member,

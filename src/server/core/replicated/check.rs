@@ -58,17 +58,17 @@ impl Core {
     /// Why a batch must not be applied here, if it must not: prep rules this code does not share,
     /// or a tree that differs from the leader's at the batch's check.
     pub(super) fn refuses_batch(&mut self, batch: &Batch) -> Option<(String, bool)> {
-        if !prepares_alike(batch.version) {
+        if !prepares_alike(batch.version()) {
             return Some((
                 format!(
                     "an entry was prepared under prep rules {} and this member's code knows {PREP_VERSION}: \
                      upgrade this member (a member never applies what its code would prepare differently)",
-                    batch.version
+                    batch.version()
                 ),
                 false,
             ));
         }
-        let check = batch.check?;
+        let check = batch.check()?;
         let r = self.log.replicated()?;
         let mine = r.checks.digest_at(check.zxid)?;
         (mine != check.digest).then(|| {

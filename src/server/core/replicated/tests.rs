@@ -213,8 +213,7 @@ fn a_deposed_leaders_expiry_committed_by_the_next_leader_never_closes_a_session(
     }
     assert!(!c.closed(), "the client keeps its connection");
     // The same expiry in an entry of an older leader's code (prep rules 1) applies as it did.
-    let mut old = Batch::new(vec![expiry(1)], None);
-    old.version = 1;
+    let old = Batch::of_version(vec![expiry(1)], 1, None);
     let (mut m3, mut l3) = (log.clone(), leaders.clone());
     m3.push(old);
     l3.push(CommittedLeaderId::new(2, 2));
@@ -411,8 +410,7 @@ fn an_entry_of_newer_prep_rules_is_never_applied() {
     m1.apply_batches(&log, log.len());
     c.connected().expect("session created");
     m1.request(&c, 1, OpCode::Create, create("/new"));
-    let mut newer = Batch::new(m1.proposed(), None);
-    newer.version = PREP_VERSION + 1;
+    let newer = Batch::of_version(m1.proposed(), PREP_VERSION + 1, None);
     log.push(newer);
     m2.apply_batches(&log, log.len());
     assert!(m2.core.tree.get("/new").is_none());

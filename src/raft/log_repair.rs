@@ -4,6 +4,7 @@
 
 use super::log_store::{read_small, sync_dir, write_small};
 use super::types::Vote;
+pub(crate) use crate::storage::damage::set_aside;
 use std::path::{Path, PathBuf};
 
 /// Cuts the log at a bad record: the damaged segment's written part is copied to
@@ -74,23 +75,4 @@ pub fn set_aside_all(raft_dir: &Path, why: &str) -> Result<Vec<String>, crate::s
     sync_dir(&dir);
     sync_dir(raft_dir);
     Ok(did)
-}
-
-/// Renames `path` to `<into>/<name>.<kind>-<secs>[-n]` (a name not taken yet).
-pub(crate) fn set_aside(path: &Path, into: &Path, kind: &str) -> Result<PathBuf, crate::storage::StorageError> {
-    use crate::storage::StorageError as E;
-    let damaged = into;
-    std::fs::create_dir_all(damaged).map_err(|e| E::io(damaged, e))?;
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let name = path.file_name().map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
-    let base = format!("{name}.{kind}-{secs}");
-    let mut to = damaged.join(&base);
-    let mut n = 1;
-    while to.exists() {
-        to = damaged.join(format!("{base}-{n}"));
-        n += 1;
-    }
-    std::fs::rename(path, &to).map_err(|e| E::io(path, e))?;
-    sync_dir(damaged);
-    Ok(to)
 }

@@ -114,9 +114,13 @@ fn unix_secs() -> u64 {
 /// A name in `damaged/` for `segment` that is not taken yet: `<name>.<kind>-<secs>[-n]`.
 /// Two recoveries within one second must not overwrite each other's copy.
 fn fresh_name(segment: &Path, kind: &str) -> Result<PathBuf, StorageError> {
-    let dir = damaged_dir(segment);
-    std::fs::create_dir_all(&dir).map_err(|e| StorageError::io(&dir, e))?;
-    let name = segment.file_name().map_or_else(|| "log".into(), |n| n.to_string_lossy().into_owned());
+    fresh_name_in(&damaged_dir(segment), segment, kind)
+}
+
+/// A name in `dir` for `file` that is not taken yet: `<name>.<kind>-<secs>[-n]`.
+fn fresh_name_in(dir: &Path, file: &Path, kind: &str) -> Result<PathBuf, StorageError> {
+    std::fs::create_dir_all(dir).map_err(|e| StorageError::io(dir, e))?;
+    let name = file.file_name().map_or_else(|| "log".into(), |n| n.to_string_lossy().into_owned());
     let base = format!("{name}.{kind}-{}", unix_secs());
     let mut path = dir.join(&base);
     let mut n = 1;
@@ -147,12 +151,20 @@ pub fn keep_copy(segment: &Path, len: u64, kind: &str) -> Result<PathBuf, Storag
 
 /// Moves a whole segment into `damaged/` and returns where it went.
 pub(super) fn move_aside(segment: &Path) -> Result<PathBuf, StorageError> {
-    let to = fresh_name(segment, "dropped")?;
-    std::fs::rename(segment, &to).map_err(|e| StorageError::io(segment, e))?;
-    sync_dir(&damaged_dir(segment));
+    let to = set_aside(segment, &damaged_dir(segment), "dropped")?;
     if let Some(dir) = segment.parent() {
         sync_dir(dir);
     }
+    Ok(to)
+}
+
+/// Renames `file` to `<into>/<name>.<kind>-<secs>[-n]` (a name not taken yet), durably, and
+/// returns where it went: how both logs and the snapshots set damaged files aside (nothing is
+/// deleted).
+pub fn set_aside(file: &Path, into: &Path, kind: &str) -> Result<PathBuf, StorageError> {
+    let to = fresh_name_in(into, file, kind)?;
+    std::fs::rename(file, &to).map_err(|e| StorageError::io(file, e))?;
+    sync_dir(into);
     Ok(to)
 }
 

@@ -192,6 +192,19 @@ fn inc<'a>(joinings: &'a [&'a str]) -> zk::EnsembleUpdate<'a, std::iter::Copied<
     zk::EnsembleUpdate::Incremental { joinings: joinings.iter().copied(), leavings: [].iter().copied() }
 }
 
+/// `n` members with `reconfigEnabled=true` and a super digest (user `super`, password `test`)
+/// for the admin client that reconfigures them.
+fn reconfig_configs(n: u64) -> Vec<zkr::config::Config> {
+    let mut cfgs = ensemble_configs(n);
+    for c in &mut cfgs {
+        c.super_digest = Some("super:D/InIHSb7yEEbrWz8b9l71RjZJU=".into());
+        if let Some(e) = &mut c.ensemble {
+            e.reconfig_enabled = true;
+        }
+    }
+    cfgs
+}
+
 /// Reconfig is atomic for the client (issue 22, item 7): two reconfigs made from the same
 /// configuration and sent at once to different members cannot both succeed (the fromConfig
 /// version was checked only on the member the client asked, so both did); the leader, where
@@ -199,13 +212,7 @@ fn inc<'a>(joinings: &'a [&'a str]) -> zk::EnsembleUpdate<'a, std::iter::Copied<
 /// ZooKeeper (`reconfig -add` with the same server and another role; it was refused).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn reconfigs_from_the_same_configuration_succeed_once_and_roles_change_as_in_zookeeper() {
-    let mut cfgs = ensemble_configs(3);
-    for c in &mut cfgs {
-        c.super_digest = Some("super:D/InIHSb7yEEbrWz8b9l71RjZJU=".into());
-        if let Some(e) = &mut c.ensemble {
-            e.reconfig_enabled = true;
-        }
-    }
+    let cfgs = reconfig_configs(3);
     let cl = Cluster::start_with(cfgs).await;
     let l = cl.leader().await;
     let f = cl.follower(l);
@@ -273,13 +280,7 @@ async fn reconfigs_from_the_same_configuration_succeed_once_and_roles_change_as_
 /// its new peer address (after it restarts there, and through an election it must vote in).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_reconfig_that_changes_a_members_addresses_moves_its_listeners() {
-    let mut cfgs = ensemble_configs(3);
-    for c in &mut cfgs {
-        c.super_digest = Some("super:D/InIHSb7yEEbrWz8b9l71RjZJU=".into());
-        if let Some(e) = &mut c.ensemble {
-            e.reconfig_enabled = true;
-        }
-    }
+    let cfgs = reconfig_configs(3);
     let mut cl = Cluster::start_with(cfgs).await;
     let l = cl.leader().await;
     let f = cl.follower(l);

@@ -371,6 +371,18 @@ impl Batch {
     }
 
     pub fn decode(bytes: &[u8]) -> Result<Batch, DecodeError> {
+        let (cmds, version, check) = Self::parts(bytes)?;
+        Ok(Batch::read(cmds, version, check, bytes.to_vec()))
+    }
+
+    /// `decode`, keeping the buffer it was given (serde hands bincode's own) instead of a copy.
+    fn decode_owned(bytes: Vec<u8>) -> Result<Batch, DecodeError> {
+        let (cmds, version, check) = Self::parts(&bytes)?;
+        Ok(Batch::read(cmds, version, check, bytes))
+    }
+
+    /// The commands, prep version and applied check that `bytes` hold, in whatever format.
+    fn parts(bytes: &[u8]) -> Result<(Vec<Command>, u32, Option<AppliedCheck>), DecodeError> {
         let bad = || DecodeError::Malformed(nom::error::ErrorKind::Verify);
         let tag = bytes.get(..8).map(|t| u64::from_be_bytes([t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7]]));
         match tag {
@@ -393,17 +405,17 @@ impl Batch {
                     Err(_) if !prepares_alike(version) => Vec::new(),
                     Err(e) => return Err(e),
                 };
-                Ok(Batch::read(cmds, version, check, bytes))
+                Ok((cmds, version, check))
             }
             // Written before checks: a count and commands, or one bare command.
-            Some(MANY) => Ok(Batch::read(commands(&bytes[8..])?, 0, None, bytes)),
-            _ => Command::decode(bytes).map(|c| Batch::read(vec![c], 0, None, bytes)),
+            Some(MANY) => Ok((commands(&bytes[8..])?, 0, None)),
+            _ => Command::decode(bytes).map(|c| (vec![c], 0, None)),
         }
     }
 
     /// A batch read from `bytes`: logged and sent on as it was read, in whatever format.
-    fn read(cmds: Vec<Command>, version: u32, check: Option<AppliedCheck>, bytes: &[u8]) -> Batch {
-        Batch(std::sync::Arc::new(Shared { cmds, version, check, bytes: bytes.to_vec() }))
+    fn read(cmds: Vec<Command>, version: u32, check: Option<AppliedCheck>, bytes: Vec<u8>) -> Batch {
+        Batch(std::sync::Arc::new(Shared { cmds, version, check, bytes }))
     }
 }
 
@@ -493,6 +505,9 @@ impl<'de> serde::Deserialize<'de> for Command {
 /// What travels as one opaque byte string in bincode: decoded by its own format.
 trait FromBytes: Sized {
     fn from_bytes(b: &[u8]) -> Result<Self, DecodeError>;
+    fn from_vec(b: Vec<u8>) -> Result<Self, DecodeError> {
+        Self::from_bytes(&b)
+    }
 }
 
 impl FromBytes for Command {
@@ -504,6 +519,9 @@ impl FromBytes for Command {
 impl FromBytes for Batch {
     fn from_bytes(b: &[u8]) -> Result<Self, DecodeError> {
         Batch::decode(b)
+    }
+    fn from_vec(b: Vec<u8>) -> Result<Self, DecodeError> {
+        Batch::decode_owned(b)
     }
 }
 
@@ -519,14 +537,14 @@ impl<'de, T: FromBytes> serde::de::Visitor<'de> for OpaqueBytes<T> {
         T::from_bytes(v).map_err(E::custom)
     }
     fn visit_byte_buf<E: serde::de::Error>(self, v: Vec<u8>) -> Result<T, E> {
-        self.visit_bytes(&v)
+        T::from_vec(v).map_err(E::custom)
     }
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<T, A::Error> {
         let mut v = Vec::new();
         while let Some(b) = seq.next_element::<u8>()? {
             v.push(b);
         }
-        self.visit_bytes(&v)
+        T::from_vec(v).map_err(serde::de::Error::custom)
     }
 }
 

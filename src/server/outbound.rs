@@ -52,6 +52,16 @@ pub struct ConnHandle {
     pub gate: Gate,
 }
 
+impl ConnHandle {
+    /// The identities a connection holds before any addAuth: `ip` (ZooKeeper's ServerCnxn adds
+    /// it on connect) and those of its TLS client certificate.
+    pub fn connect_ids(&self) -> Vec<Id> {
+        crate::authinfo::from_added(
+            std::iter::once(Id::new("ip", &self.peer.to_string())).chain(self.tls_ids.iter().cloned()),
+        )
+    }
+}
+
 /// A connection's order gate (see `view`'s module doc): held while a message is queued for it.
 pub type Gate = Arc<Mutex<Order>>;
 

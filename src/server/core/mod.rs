@@ -422,7 +422,8 @@ impl Core {
         let timeout = session.timeout_ms as u64;
         self.expiry.touch(sid, self.now_ms(), timeout);
         self.log.touched(sid);
-        if self.serve_read_only(conn, sid, &req) {
+        // Read-only sessions exist only in an ensemble: standalone skips the lookup.
+        if self.log.replicated().is_some() && self.serve_read_only(conn, sid, &req) {
             return;
         }
         let xid = req.xid;

@@ -11,13 +11,7 @@ impl Core {
     pub(super) fn commit_now(&mut self, conn: ConnId, sid: SessionId, s: Submit) {
         match s {
             Submit::Session { sid, timeout } => {
-                let Some(peer) = self.conns.get(&conn).map(|c| c.handle.peer) else { return };
-                let ids = match self.conns.get(&conn) {
-                    Some(c) => crate::authinfo::from_added(
-                        std::iter::once(Id::new("ip", &peer.to_string())).chain(c.handle.tls_ids.iter().cloned()),
-                    ),
-                    None => return,
-                };
+                let Some(ids) = self.conns.get(&conn).map(|c| c.handle.connect_ids()) else { return };
                 self.commit(sid, TxnOp::CreateSession { timeout_ms: timeout, password: None });
                 self.sessions.insert(sid, Session { timeout_ms: timeout, conn: Some(conn), ids });
                 tracing::debug!(session = format!("0x{sid:x}"), timeout, "session created");
@@ -27,10 +21,7 @@ impl Core {
                 if !(self.sessions.contains_key(&sid) && self.password_ok(sid, &password)) {
                     return self.refuse_reattach(conn, sid);
                 }
-                let Some(c) = self.conns.get(&conn) else { return };
-                let ids = crate::authinfo::from_added(
-                    std::iter::once(Id::new("ip", &c.handle.peer.to_string())).chain(c.handle.tls_ids.iter().cloned()),
-                );
+                let Some(ids) = self.conns.get(&conn).map(|c| c.handle.connect_ids()) else { return };
                 self.reattach(conn, sid, timeout, ids);
                 self.attached(conn, sid, timeout);
             }

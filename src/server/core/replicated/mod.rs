@@ -313,10 +313,7 @@ impl Core {
     }
 
     fn propose_session(&mut self, conn: ConnId, sid: SessionId, timeout: i32) {
-        let Some(c) = self.conns.get(&conn) else { return };
-        let ids = crate::authinfo::from_added(
-            std::iter::once(Id::new("ip", &c.handle.peer.to_string())).chain(c.handle.tls_ids.iter().cloned()),
-        );
+        let Some(ids) = self.conns.get(&conn).map(|c| c.handle.connect_ids()) else { return };
         let password = self.passwords.for_session(sid);
         let w = Waiting::Session { conn, timeout, ids };
         self.propose(sid, CommandOp::CreateSession { timeout_ms: timeout, password }, Some(w));
@@ -325,10 +322,7 @@ impl Core {
     /// A client re-attaches session `sid` here: judged, and the session moved here, when this
     /// member applies the `Attach` (see `CommandOp::Attach`).
     fn propose_attach(&mut self, conn: ConnId, sid: SessionId, timeout: i32, password: Vec<u8>) {
-        let Some(c) = self.conns.get(&conn) else { return };
-        let ids = crate::authinfo::from_added(
-            std::iter::once(Id::new("ip", &c.handle.peer.to_string())).chain(c.handle.tls_ids.iter().cloned()),
-        );
+        let Some(ids) = self.conns.get(&conn).map(|c| c.handle.connect_ids()) else { return };
         let mut fixed = [0u8; crate::proto::PASSWORD_LEN];
         if let Some(p) = password.get(..crate::proto::PASSWORD_LEN) {
             fixed.copy_from_slice(p);

@@ -268,9 +268,7 @@ impl Core {
         }
         let timeout =
             req.timeout_ms.clamp(self.cfg.min_session_timeout_ms as i32, self.cfg.max_session_timeout_ms as i32);
-        let Some(c) = self.conns.get(&id) else { return };
-        let mut ids = vec![Id::new("ip", &c.handle.peer.to_string())];
-        ids.extend(c.handle.tls_ids.iter().cloned());
+        let Some(ids) = self.conns.get(&id).map(|c| c.handle.connect_ids()) else { return };
         let sid = if req.session_id == 0 {
             let sid = self.next_session;
             self.next_session += 1;

@@ -32,3 +32,4 @@ pub mod storage;
 pub mod tree;
 pub mod txn;
 pub mod watch;
+pub mod zab;

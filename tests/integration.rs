@@ -25,3 +25,4 @@ mod local_reads;
 mod log_damage;
 mod ops;
 mod raw;
+mod zab_observer;

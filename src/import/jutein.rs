@@ -10,13 +10,76 @@ pub struct Cursor<'a> {
     pub file: &'a Path,
 }
 
+/// What both readers of ZooKeeper's jute give: fixed-size reads and errors that say where.
+/// `Cursor` reads a file held in memory, `Stream` a socket (a ZAB leader's SNAP has no length).
+pub trait Jute {
+    /// Fills `out` with the next bytes, or fails saying `what` was cut short.
+    fn fill(&mut self, out: &mut [u8], what: &str) -> Result<(), ImportError>;
+    /// The next `n` bytes.
+    fn take_bytes(&mut self, n: usize, what: &str) -> Result<bytes::Bytes, ImportError>;
+    /// A format error at the current position.
+    fn err(&self, what: &str) -> ImportError;
+    /// What is being read: a file, or a peer's address.
+    fn label(&self) -> &Path;
+
+    fn u8(&mut self, what: &str) -> Result<u8, ImportError> {
+        let mut b = [0u8; 1];
+        self.fill(&mut b, what)?;
+        Ok(b[0])
+    }
+
+    fn int(&mut self, what: &str) -> Result<i32, ImportError> {
+        let mut b = [0u8; 4];
+        self.fill(&mut b, what)?;
+        Ok(i32::from_be_bytes(b))
+    }
+
+    fn long(&mut self, what: &str) -> Result<i64, ImportError> {
+        let mut b = [0u8; 8];
+        self.fill(&mut b, what)?;
+        Ok(i64::from_be_bytes(b))
+    }
+
+    fn bool(&mut self, what: &str) -> Result<bool, ImportError> {
+        Ok(self.u8(what)? != 0)
+    }
+
+    /// A jute `buffer`: an int length (-1 is null), then the bytes.
+    fn bytes(&mut self, what: &str) -> Result<Option<bytes::Bytes>, ImportError> {
+        let len = self.int(what)?;
+        if len == -1 {
+            return Ok(None);
+        }
+        if len < 0 {
+            return Err(self.err(&format!("negative length in {what}")));
+        }
+        self.take_bytes(len as usize, what).map(Some)
+    }
+
+    fn string(&mut self, what: &str) -> Result<String, ImportError> {
+        let b = self.bytes(what)?.unwrap_or_default();
+        String::from_utf8(b.to_vec()).map_err(|_| self.err(&format!("{what} is not UTF-8")))
+    }
+
+    fn acls(&mut self) -> Result<Vec<crate::proto::Acl>, ImportError> {
+        let n = self.int("acl count")?;
+        if n < 0 {
+            return Ok(Vec::new());
+        }
+        let mut out = Vec::with_capacity(n.min(64) as usize);
+        for _ in 0..n {
+            let perms = self.int("acl perms")?;
+            let scheme = self.string("acl scheme")?;
+            let id = self.string("acl id")?;
+            out.push(crate::proto::Acl { perms, id: crate::proto::Id { scheme, id } });
+        }
+        Ok(out)
+    }
+}
+
 impl<'a> Cursor<'a> {
     pub fn new(buf: &'a [u8], file: &'a Path) -> Cursor<'a> {
         Cursor { buf, pos: 0, file }
-    }
-
-    pub fn err(&self, what: &str) -> ImportError {
-        ImportError::Format { file: PathBuf::from(self.file), offset: self.pos as u64, what: what.to_owned() }
     }
 
     fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], ImportError> {
@@ -31,54 +94,73 @@ impl<'a> Cursor<'a> {
     pub fn remaining(&self) -> usize {
         self.buf.len() - self.pos
     }
+}
 
-    pub fn u8(&mut self, what: &str) -> Result<u8, ImportError> {
-        Ok(self.take(1, what)?[0])
+impl Jute for Cursor<'_> {
+    fn fill(&mut self, out: &mut [u8], what: &str) -> Result<(), ImportError> {
+        out.copy_from_slice(self.take(out.len(), what)?);
+        Ok(())
     }
 
-    pub fn int(&mut self, what: &str) -> Result<i32, ImportError> {
-        let b = self.take(4, what)?;
-        Ok(i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    fn take_bytes(&mut self, n: usize, what: &str) -> Result<bytes::Bytes, ImportError> {
+        self.take(n, what).map(bytes::Bytes::copy_from_slice)
     }
 
-    pub fn long(&mut self, what: &str) -> Result<i64, ImportError> {
-        let b = self.take(8, what)?;
-        Ok(i64::from_be_bytes(b.try_into().unwrap_or([0; 8])))
+    fn err(&self, what: &str) -> ImportError {
+        ImportError::Format { file: PathBuf::from(self.file), offset: self.pos as u64, what: what.to_owned() }
     }
 
-    pub fn bool(&mut self, what: &str) -> Result<bool, ImportError> {
-        Ok(self.u8(what)? != 0)
+    fn label(&self) -> &Path {
+        self.file
+    }
+}
+
+/// Jute read straight off a stream, such as a ZAB leader's socket, where a record's end is
+/// known only by parsing it. `max` bounds every buffer, as ZooKeeper's `jute.maxbuffer` does.
+pub struct Stream<R> {
+    inner: R,
+    pos: u64,
+    label: PathBuf,
+    max: usize,
+}
+
+impl<R: std::io::Read> Stream<R> {
+    pub fn new(inner: R, label: PathBuf, max: usize) -> Stream<R> {
+        Stream { inner, pos: 0, label, max }
     }
 
-    pub fn buffer(&mut self, what: &str) -> Result<Option<&'a [u8]>, ImportError> {
-        let len = self.int(what)?;
-        if len == -1 {
-            return Ok(None);
+    pub fn get_mut(&mut self) -> &mut R {
+        &mut self.inner
+    }
+}
+
+impl<R: std::io::Read> Jute for Stream<R> {
+    fn fill(&mut self, out: &mut [u8], what: &str) -> Result<(), ImportError> {
+        self.inner.read_exact(out).map_err(|source| ImportError::Read {
+            file: self.label.clone(),
+            offset: self.pos,
+            what: what.to_owned(),
+            source,
+        })?;
+        self.pos += out.len() as u64;
+        Ok(())
+    }
+
+    fn take_bytes(&mut self, n: usize, what: &str) -> Result<bytes::Bytes, ImportError> {
+        if n > self.max {
+            return Err(self.err(&format!("{what} of {n} bytes is over the {} byte limit (jute.maxbuffer)", self.max)));
         }
-        if len < 0 {
-            return Err(self.err(&format!("negative length in {what}")));
-        }
-        Ok(Some(self.take(len as usize, what)?))
+        let mut v = vec![0u8; n];
+        self.fill(&mut v, what)?;
+        Ok(v.into())
     }
 
-    pub fn string(&mut self, what: &str) -> Result<String, ImportError> {
-        let b = self.buffer(what)?.unwrap_or_default();
-        String::from_utf8(b.to_vec()).map_err(|_| self.err(&format!("{what} is not UTF-8")))
+    fn err(&self, what: &str) -> ImportError {
+        ImportError::Format { file: self.label.clone(), offset: self.pos, what: what.to_owned() }
     }
 
-    pub fn acls(&mut self) -> Result<Vec<crate::proto::Acl>, ImportError> {
-        let n = self.int("acl count")?;
-        if n < 0 {
-            return Ok(Vec::new());
-        }
-        let mut out = Vec::with_capacity(n.min(64) as usize);
-        for _ in 0..n {
-            let perms = self.int("acl perms")?;
-            let scheme = self.string("acl scheme")?;
-            let id = self.string("acl id")?;
-            out.push(crate::proto::Acl { perms, id: crate::proto::Id { scheme, id } });
-        }
-        Ok(out)
+    fn label(&self) -> &Path {
+        &self.label
     }
 }
 
@@ -99,8 +181,25 @@ pub fn adler32(data: &[u8]) -> u32 {
 
 #[cfg(test)]
 mod tests {
+    use super::Jute;
+
     #[test]
     fn adler32_known_value() {
         assert_eq!(super::adler32(b"Wikipedia"), 0x11E6_0398);
+    }
+
+    #[test]
+    fn a_stream_reads_what_a_cursor_reads_and_bounds_buffers() {
+        let mut bytes = vec![0, 0, 0, 3, b'a', b'b', b'c', 0xff, 0xff, 0xff, 0xff];
+        bytes.extend_from_slice(&7i64.to_be_bytes());
+        let label = std::path::Path::new("test");
+        let mut c = super::Cursor::new(&bytes, label);
+        let mut s = super::Stream::new(&bytes[..], label.to_owned(), 3);
+        assert_eq!(c.string("s").unwrap(), s.string("s").unwrap());
+        assert_eq!((c.bytes("b").unwrap(), s.bytes("b").unwrap()), (None, None));
+        assert_eq!((c.long("l").unwrap(), s.long("l").unwrap()), (7, 7));
+        assert!(s.int("past the end").is_err());
+        let mut s = super::Stream::new(&[0u8, 0, 0, 4, 1, 2, 3, 4][..], label.to_owned(), 3);
+        assert!(s.bytes("too long").unwrap_err().to_string().contains("jute.maxbuffer"));
     }
 }

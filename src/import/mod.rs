@@ -25,6 +25,7 @@ use crate::proto::Acl;
 use crate::tree::{DataTree, NodeStat, SessionInfo};
 use crate::txn::{owner, Txn, TxnOp, Zxid};
 use jutein::{adler32, Cursor};
+pub use jutein::{Jute, Stream};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -35,6 +36,8 @@ pub enum ImportError {
     Io { file: PathBuf, source: std::io::Error },
     #[error("{file}: at offset {offset}: {what}")]
     Format { file: PathBuf, offset: u64, what: String },
+    #[error("{file}: at offset {offset}: reading {what}: {source}")]
+    Read { file: PathBuf, offset: u64, what: String, source: std::io::Error },
     #[error("no ZooKeeper snapshot or log found in {0}")]
     Empty(PathBuf),
     #[error("{0} already holds a zkr data directory; import into an empty directory")]
@@ -74,46 +77,7 @@ pub fn read_snapshot(path: &Path, zxid: Zxid) -> Result<DataTree, ImportError> {
     }
     c.int("version")?;
     c.long("dbid")?;
-    let mut tree = DataTree::empty();
-    let sessions = c.int("session count")?;
-    for _ in 0..sessions.max(0) {
-        let id = c.long("session id")?;
-        let timeout = c.int("session timeout")?;
-        tree.restore_session(id, SessionInfo { timeout_ms: timeout, zk_password: true, password: None, owner: None });
-    }
-    let mut acls: HashMap<i64, Vec<Acl>> = HashMap::new();
-    let n = c.int("acl cache size")?;
-    for _ in 0..n.max(0) {
-        let id = c.long("acl id")?;
-        acls.insert(id, c.acls()?);
-    }
-    loop {
-        let path = c.string("node path")?;
-        if path == "/" {
-            break;
-        }
-        let data = c.buffer("node data")?.map(bytes::Bytes::copy_from_slice);
-        let acl_id = c.long("node acl")?;
-        let czxid = c.long("czxid")?;
-        let mzxid = c.long("mzxid")?;
-        let ctime = c.long("ctime")?;
-        let mtime = c.long("mtime")?;
-        let version = c.int("version")?;
-        let cversion = c.int("cversion")?;
-        let aversion = c.int("aversion")?;
-        let ephemeral_owner = c.long("ephemeralOwner")?;
-        let pzxid = c.long("pzxid")?;
-        let acl = match acl_id {
-            // ReferenceCountedACLCache: -1 is OPEN_ACL_UNSAFE.
-            -1 => Acl::open_unsafe(),
-            id => acls.get(&id).cloned().ok_or_else(|| c.err(&format!("unknown ACL id {id}")))?,
-        };
-        let stat = NodeStat { czxid, mzxid, pzxid, ctime, mtime, version, cversion, aversion, ephemeral_owner };
-        let p = if path.is_empty() { "/" } else { path.as_str() };
-        if !tree.restore_node(p, data, &acl, stat, 0) {
-            return Err(c.err(&format!("node {p} comes before its parent")));
-        }
-    }
+    let mut tree = read_tree(&mut c)?;
     // The Adler32 of everything before it, then "/". In 3.6+ a zxid digest (zxid long,
     // version int, digest long) follows with a second checksum (of everything before that) and "/".
     let check = |c: &mut Cursor| -> Result<(), ImportError> {
@@ -139,12 +103,59 @@ pub fn read_snapshot(path: &Path, zxid: Zxid) -> Result<DataTree, ImportError> {
     Ok(tree)
 }
 
-fn txn_op(c: &mut Cursor, ty: i32, client: i64) -> Result<TxnOp, ImportError> {
+/// The part of a snapshot that a ZooKeeper leader also sends a learner after SNAP: sessions,
+/// the ACL cache, then every node in pre-order up to the path "/" (`SerializeUtils.serializeSnapshot`,
+/// `DataTree.serialize`).
+pub fn read_tree<J: Jute>(c: &mut J) -> Result<DataTree, ImportError> {
+    let mut tree = DataTree::empty();
+    let sessions = c.int("session count")?;
+    for _ in 0..sessions.max(0) {
+        let id = c.long("session id")?;
+        let timeout = c.int("session timeout")?;
+        tree.restore_session(id, SessionInfo { timeout_ms: timeout, zk_password: true, password: None, owner: None });
+    }
+    let mut acls: HashMap<i64, Vec<Acl>> = HashMap::new();
+    let n = c.int("acl cache size")?;
+    for _ in 0..n.max(0) {
+        let id = c.long("acl id")?;
+        acls.insert(id, c.acls()?);
+    }
+    loop {
+        let path = c.string("node path")?;
+        if path == "/" {
+            break;
+        }
+        let data = c.bytes("node data")?;
+        let acl_id = c.long("node acl")?;
+        let czxid = c.long("czxid")?;
+        let mzxid = c.long("mzxid")?;
+        let ctime = c.long("ctime")?;
+        let mtime = c.long("mtime")?;
+        let version = c.int("version")?;
+        let cversion = c.int("cversion")?;
+        let aversion = c.int("aversion")?;
+        let ephemeral_owner = c.long("ephemeralOwner")?;
+        let pzxid = c.long("pzxid")?;
+        let acl = match acl_id {
+            // ReferenceCountedACLCache: -1 is OPEN_ACL_UNSAFE.
+            -1 => Acl::open_unsafe(),
+            id => acls.get(&id).cloned().ok_or_else(|| c.err(&format!("unknown ACL id {id}")))?,
+        };
+        let stat = NodeStat { czxid, mzxid, pzxid, ctime, mtime, version, cversion, aversion, ephemeral_owner };
+        let p = if path.is_empty() { "/" } else { path.as_str() };
+        if !tree.restore_node(p, data, &acl, stat, 0) {
+            return Err(c.err(&format!("node {p} comes before its parent")));
+        }
+    }
+    Ok(tree)
+}
+
+fn txn_op<J: Jute>(c: &mut J, ty: i32, client: i64) -> Result<TxnOp, ImportError> {
     Ok(match ty {
         // create, create2: CreateTxn{path, data, acl, ephemeral, parentCVersion}
         1 | 15 => {
             let path = c.string("path")?;
-            let data = c.buffer("data")?.map(bytes::Bytes::copy_from_slice);
+            let data = c.bytes("data")?;
             let acl = c.acls()?;
             let ephemeral = c.bool("ephemeral")?;
             let parent_cversion = c.int("parentCVersion")?;
@@ -154,7 +165,7 @@ fn txn_op(c: &mut Cursor, ty: i32, client: i64) -> Result<TxnOp, ImportError> {
         // createContainer: CreateContainerTxn{path, data, acl, parentCVersion}
         19 => {
             let path = c.string("path")?;
-            let data = c.buffer("data")?.map(bytes::Bytes::copy_from_slice);
+            let data = c.bytes("data")?;
             let acl = c.acls()?;
             let parent_cversion = c.int("parentCVersion")?;
             TxnOp::Create { path, data, acl: Arc::from(acl), ephemeral_owner: owner::CONTAINER, parent_cversion }
@@ -162,7 +173,7 @@ fn txn_op(c: &mut Cursor, ty: i32, client: i64) -> Result<TxnOp, ImportError> {
         // createTTL: CreateTTLTxn{path, data, acl, parentCVersion, ttl}
         21 => {
             let path = c.string("path")?;
-            let data = c.buffer("data")?.map(bytes::Bytes::copy_from_slice);
+            let data = c.bytes("data")?;
             let acl = c.acls()?;
             let parent_cversion = c.int("parentCVersion")?;
             let ttl = c.long("ttl")?;
@@ -172,7 +183,7 @@ fn txn_op(c: &mut Cursor, ty: i32, client: i64) -> Result<TxnOp, ImportError> {
         // setData, and reconfig (a SetDataTxn on /zookeeper/config)
         5 | 16 => {
             let path = c.string("path")?;
-            let data = c.buffer("data")?.map(bytes::Bytes::copy_from_slice);
+            let data = c.bytes("data")?;
             let version = c.int("version")?;
             TxnOp::SetData { path, data, version }
         }
@@ -199,14 +210,73 @@ fn txn_op(c: &mut Cursor, ty: i32, client: i64) -> Result<TxnOp, ImportError> {
             let mut ops = Vec::with_capacity(n.max(0) as usize);
             for _ in 0..n.max(0) {
                 let sub_type = c.int("sub-txn type")?;
-                let data = c.buffer("sub-txn")?.unwrap_or_default();
-                let mut sub = Cursor::new(data, c.file);
+                let data = c.bytes("sub-txn")?.unwrap_or_default();
+                let label = c.label().to_owned();
+                let mut sub = Cursor::new(&data, &label);
                 ops.push(txn_op(&mut sub, sub_type, client)?);
             }
             TxnOp::Multi(ops)
         }
         other => return Err(c.err(&format!("unknown txn type {other}"))),
     })
+}
+
+/// A txn as ZooKeeper frames it in its log and in a ZAB PROPOSAL or INFORM.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ZkTxn {
+    pub txn: Txn,
+    /// The client's request number: how a learner matches the txn to the request it forwarded.
+    pub cxid: i32,
+    pub digest: Option<TxnDigest>,
+}
+
+/// The leader's tree digest after the txn (3.6+ `TxnDigest`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TxnDigest {
+    pub version: i32,
+    pub tree: i64,
+}
+
+/// Parses `TxnHeader`, the record of its type and, when bytes are left, the `TxnDigest` that
+/// ZooKeeper 3.6+ appends (`Util.marshallTxnEntry`; `SerializeUtils.deserializeTxn` reads it
+/// only if present, so 3.5's txns parse too).
+pub fn parse_txn(body: &[u8], label: &Path) -> Result<ZkTxn, ImportError> {
+    let mut t = Cursor::new(body, label);
+    let client = t.long("clientId")?;
+    let cxid = t.int("cxid")?;
+    let zxid = t.long("zxid")?;
+    let time = t.long("time")?;
+    let ty = t.int("type")?;
+    let op = txn_op(&mut t, ty, client)?;
+    if op == TxnOp::CloseSession {
+        skip_close_session_paths(&mut t);
+    }
+    let digest = if t.remaining() >= 12 {
+        Some(TxnDigest { version: t.int("digest version")?, tree: t.long("tree digest")? })
+    } else {
+        None
+    };
+    Ok(ZkTxn { txn: Txn { zxid, time, session: client, op }, cxid, digest })
+}
+
+/// A closeSession's body: 3.6+ writes `CloseSessionTxn{vector<ustring> paths2Delete}` (unless
+/// `zookeeper.closeSessionTxn.enabled=false`), 3.5 nothing. The reader cannot know which server
+/// wrote it, so the list is taken only when it parses as paths and leaves nothing or exactly a
+/// `TxnDigest` after it; the paths are not needed (the ephemerals index gives the same set).
+fn skip_close_session_paths(t: &mut Cursor) {
+    let start = t.pos;
+    let parsed = (|| -> Result<bool, ImportError> {
+        let n = t.int("paths2Delete count")?;
+        for _ in 0..n.max(0) {
+            if !t.string("path to delete")?.starts_with('/') {
+                return Ok(false);
+            }
+        }
+        Ok(n >= 0 && (t.remaining() == 0 || t.remaining() == 12))
+    })();
+    if !matches!(parsed, Ok(true)) {
+        t.pos = start;
+    }
 }
 
 /// Reads every txn of one log file; a torn or zero tail ends the file.
@@ -234,17 +304,10 @@ fn read_log(path: &Path, out: &mut Vec<Txn>, after: Zxid) -> Result<(), ImportEr
             tracing::warn!(file = %path.display(), offset = start, "partial transaction at the end of a ZooKeeper log: ignored");
             break;
         }
-        let mut t = Cursor::new(body, path);
-        let client = t.long("clientId")?;
-        t.int("cxid")?;
-        let zxid = t.long("zxid")?;
-        let time = t.long("time")?;
-        let ty = t.int("type")?;
-        if zxid <= after {
-            continue;
+        let t = parse_txn(body, path)?;
+        if t.txn.zxid > after {
+            out.push(t.txn);
         }
-        let op = txn_op(&mut t, ty, client)?;
-        out.push(Txn { zxid, time, session: client, op });
     }
     Ok(())
 }
@@ -316,4 +379,48 @@ pub fn import(zk_data_dir: &Path, zk_log_dir: Option<&Path>, out: &Path) -> Resu
         sessions: tree.sessions().len(),
         written,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close_session(paths: Option<&[&str]>, digest: Option<i64>) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend_from_slice(&0x42i64.to_be_bytes());
+        b.extend_from_slice(&0i32.to_be_bytes());
+        b.extend_from_slice(&0x1_0000_0007i64.to_be_bytes());
+        b.extend_from_slice(&1_700_000_000_000i64.to_be_bytes());
+        b.extend_from_slice(&(-11i32).to_be_bytes());
+        if let Some(paths) = paths {
+            b.extend_from_slice(&(paths.len() as i32).to_be_bytes());
+            for p in paths {
+                b.extend_from_slice(&(p.len() as i32).to_be_bytes());
+                b.extend_from_slice(p.as_bytes());
+            }
+        }
+        if let Some(d) = digest {
+            b.extend_from_slice(&2i32.to_be_bytes());
+            b.extend_from_slice(&d.to_be_bytes());
+        }
+        b
+    }
+
+    /// Found against ZooKeeper 3.8 (tests/zab_observer.rs): the list of ephemerals in 3.6+'s
+    /// CloseSessionTxn was read as the digest.
+    #[test]
+    fn a_close_sessions_paths_are_not_read_as_its_digest() {
+        let label = Path::new("t");
+        for (paths, digest) in [
+            (Some(&["/a", "/b/c"][..]), Some(77)),
+            (Some(&[][..]), Some(77)),
+            (None, Some(77)),
+            (None, None),
+            (Some(&["/a"][..]), None),
+        ] {
+            let t = parse_txn(&close_session(paths, digest), label).unwrap();
+            assert_eq!((t.txn.op, t.txn.session), (TxnOp::CloseSession, 0x42));
+            assert_eq!(t.digest.map(|d| (d.version, d.tree)), digest.map(|d| (2, d)), "{paths:?} {digest:?}");
+        }
+    }
 }

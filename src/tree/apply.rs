@@ -18,6 +18,16 @@ impl DataTree {
         d
     }
 
+    /// The paths a txn can change (its nodes, their parents, their quota nodes), sorted and
+    /// unique: what a digest kept beside the tree (ZooKeeper's, in `zab::digest`) re-hashes.
+    pub fn paths_touched_by(&self, txn: &Txn) -> Vec<String> {
+        let mut paths = Vec::new();
+        self.touched_paths(txn, &txn.op, &mut paths);
+        paths.sort();
+        paths.dedup();
+        paths
+    }
+
     /// The paths a txn can change the digest of: its nodes and their parents.
     fn touched_paths(&self, txn: &Txn, op: &TxnOp, out: &mut Vec<String>) {
         match op {
@@ -50,10 +60,7 @@ impl DataTree {
     /// Applies a txn. Deterministic: the same txns in the same order give the same tree.
     pub fn apply(&mut self, txn: &Txn, changes: &mut Vec<Change>) -> OpOutcome {
         let Some(digest) = self.digest else { return self.apply_untracked(txn, changes) };
-        let mut paths = Vec::new();
-        self.touched_paths(txn, &txn.op, &mut paths);
-        paths.sort();
-        paths.dedup();
+        let paths = self.paths_touched_by(txn);
         let before = self.digest_of_paths(&paths);
         let out = self.apply_untracked(txn, changes);
         let after = self.digest_of_paths(&paths);

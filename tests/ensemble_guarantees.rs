@@ -344,12 +344,26 @@ async fn a_reconfig_that_changes_a_members_addresses_moves_its_listeners() {
 /// participant, the new participant serves, and the killed leader rejoins on it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leader_killed_between_the_steps_of_a_reconfig_leaves_one_membership_and_the_retry_finishes_it() {
+    leader_killed_in_a_reconfig(false).await;
+}
+
+/// The same, with the new participant started only after the leader died, so that it never had
+/// an entry when it asks the survivors what it is. Found by CI, where the joining member's start
+/// lost the race with the leader's first replication to it: it judged itself a wiped member,
+/// refused to vote, and the joint membership's new half (which needs its vote) elected no one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_being_added_that_starts_after_the_leader_died_votes_and_the_reconfig_finishes() {
+    leader_killed_in_a_reconfig(true).await;
+}
+
+async fn leader_killed_in_a_reconfig(start_joiner_late: bool) {
     use common::ensemble_proc::ProcEnsemble;
     let extra = "reconfigEnabled=true\nDigestAuthenticationProvider.superDigest=super:D/InIHSb7yEEbrWz8b9l71RjZJU=\n";
     let mut e = ProcEnsemble::start_with(3, 500, extra, &[("ZKR_FAILPOINTS", "leader-dies-in-joint")]);
     let l = e.leader();
     let f = (0..3).find(|i| *i != l).expect("a follower");
-    let j = e.join();
+    let j = if start_joiner_late { e.prepare_join() } else { e.join() };
+    let late = start_joiner_late.then_some(j);
     let joining = format!("server.{}={}", j + 1, e.server_spec(j));
     let admin = |addr: String| async move {
         let c = zk::Client::connector()
@@ -373,6 +387,11 @@ async fn a_leader_killed_between_the_steps_of_a_reconfig_leaves_one_membership_a
     };
     let code = tokio::time::timeout(Duration::from_secs(30), died).await.expect("the leader died in the joint step");
     assert_eq!(code, 86, "the failpoint fired:\n{}", e.log(l));
+    if let Some(j) = late {
+        // Started only now, it never had an entry: the survivors' joint membership counts it in
+        // its new half only, so it is a member being added (and votes), not a wiped one.
+        e.restart(j);
+    }
 
     // The survivors elect a leader, and the client's retry finishes the reconfig.
     let retry = async {

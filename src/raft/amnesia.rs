@@ -24,9 +24,15 @@
 //!   amnesiac member, which then votes again.
 //!
 //! A member that starts with an empty data directory cannot tell a wiped member from one of a
-//! new ensemble: until it knows, it refuses votes and asks the others (`StateProbe`). If any has
-//! log entries beyond the initial configuration, the ensemble existed and this member may have
-//! held some of them: amnesiac. If a quorum (it included) has none, the ensemble is new.
+//! new ensemble or one being added by a reconfig: until it knows, it refuses votes and asks the
+//! others (`StateProbeOf`, naming itself). If any has log entries beyond the initial
+//! configuration and counts this member's acknowledgements (it is a voter of that member's
+//! membership, or of the old half of a joint one), the ensemble existed and this member may have
+//! held some of them: amnesiac. If the others have entries but none counts it (it is a learner, or
+//! a voter only of a joint membership's new half: a member being added), a quorum of the answers
+//! says so, and no entry can have been committed on its word: every commit and every election in a
+//! joint membership also needs a quorum of the old half, which holds every committed entry. If a
+//! quorum (it included) has no entries, the ensemble is new.
 //!
 //! ```text
 //! <raft>/amnesia   the marker (bincode | crc32, `log_store::write_small`): why, and the term floor;
@@ -139,24 +145,20 @@ impl Amnesia {
         matches!(&*self.state.lock(), State::Lost(m) if term < m.floor_term)
     }
 
-    /// The member's probe found the ensemble new (`None`) or existing (the newest term the
-    /// others reported): whole, or amnesiac from now on (persisted).
-    pub fn probed(&self, existing_term: Option<u64>) -> Result<(), StorageError> {
+    /// The member's probe found the ensemble new, found it being added, or found it existing (with
+    /// the newest term the others reported): whole, or amnesiac from now on (persisted).
+    pub fn probed(&self, verdict: Verdict) -> Result<(), StorageError> {
         let mut st = self.state.lock();
         if *st != State::Probing {
             return Ok(());
         }
         let caught = *self.caught_while_probing.lock();
-        *st = match existing_term {
-            None => State::Whole,
+        *st = match verdict {
+            Verdict::New | Verdict::Joining => State::Whole,
             // Already caught up, while it asked, by a leader of that term or a newer one: what
-            // would have made it whole once amnesiac has happened. A member added by a reconfig
-            // gets the log from the leader within milliseconds of its start, before the others'
-            // answers; marked amnesiac after that, it refused votes until a leader caught it up
-            // again, and if that leader died in the reconfig's joint step (whose new quorum
-            // needs the new member) no leader could ever be elected.
-            Some(term) if caught.is_some_and(|t| t >= term) => State::Whole,
-            Some(term) => {
+            // would have made it whole once amnesiac has happened.
+            Verdict::Existing(term) if caught.is_some_and(|t| t >= term) => State::Whole,
+            Verdict::Existing(term) => {
                 let m = Marker {
                     reason: "it started with an empty data directory in an ensemble that has data (wiped or replaced)"
                         .into(),
@@ -199,7 +201,8 @@ impl Amnesia {
     }
 }
 
-/// What a member answers a `StateProbe` with.
+/// What a member answers a `StateProbe` with (the form without the asker's id, kept for members
+/// of an older release; its answer counts the asker's acknowledgements).
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 pub struct StateAnswer {
     /// Its log holds entries beyond the initial configuration (index 0): the ensemble has
@@ -208,15 +211,52 @@ pub struct StateAnswer {
     pub term: u64,
 }
 
-/// The verdict of an empty member's probe, given what `answers` the other voters gave so far
-/// (`voters` counts every voter, this member included): `Some(None)` a new ensemble, `Some(Some
-/// (term))` an existing one, `None` not known yet.
-pub fn verdict(voters: usize, answers: &[StateAnswer]) -> Option<Option<u64>> {
-    if answers.iter().any(|a| a.has_entries) {
-        return Some(Some(answers.iter().map(|a| a.term).max().unwrap_or(0)));
+/// What a member answers a `StateProbeOf(asker)` with.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Standing {
+    pub state: StateAnswer,
+    /// Its membership counts the asker's acknowledgements: the asker is one of its voters, or of
+    /// the old half of a joint membership. False for a learner, and for a voter of the new half
+    /// only (a member being added): its word alone never committed anything.
+    pub counts_asker: bool,
+}
+
+impl From<StateAnswer> for Standing {
+    /// An older member's answer: assume it counts the asker (the safe side).
+    fn from(state: StateAnswer) -> Standing {
+        Standing { state, counts_asker: true }
     }
-    let empty = 1 + answers.len();
-    (empty > voters / 2).then_some(None)
+}
+
+/// Whether a membership (its configs, oldest first, as openraft keeps a joint one) counts
+/// `member`'s acknowledgements towards a commit or an election on its own.
+pub fn counts(configs: &[std::collections::BTreeSet<u64>], member: u64) -> bool {
+    configs.first().is_some_and(|old| old.contains(&member))
+}
+
+/// What an empty member's probe concluded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// A quorum is empty: a new ensemble, which this member may initialize.
+    New,
+    /// The ensemble has data but no membership counted this member yet: it is being added.
+    Joining,
+    /// The ensemble has data this member may have acknowledged; the newest term reported.
+    Existing(u64),
+}
+
+/// The verdict of an empty member's probe, given what `answers` the other voters gave so far
+/// (`voters` counts every voter, this member included); `None` while not known yet.
+pub fn verdict(voters: usize, answers: &[Standing]) -> Option<Verdict> {
+    let term = answers.iter().map(|a| a.state.term).max().unwrap_or(0);
+    if answers.iter().any(|a| a.state.has_entries && a.counts_asker) {
+        return Some(Verdict::Existing(term));
+    }
+    let quorum = 1 + answers.len() > voters / 2;
+    if answers.iter().any(|a| a.state.has_entries) {
+        return quorum.then_some(Verdict::Joining);
+    }
+    quorum.then_some(Verdict::New)
 }
 
 #[cfg(test)]
@@ -256,35 +296,57 @@ mod tests {
     }
 
     #[test]
-    fn an_empty_member_is_amnesiac_if_any_other_has_entries_and_new_only_with_a_quorum_of_empty_ones() {
-        let empty = StateAnswer { has_entries: false, term: 0 };
-        let full = StateAnswer { has_entries: true, term: 9 };
+    fn an_empty_member_is_amnesiac_if_any_other_counting_it_has_entries_and_new_only_with_a_quorum_of_empty_ones() {
+        let empty = Standing::from(StateAnswer { has_entries: false, term: 0 });
+        let full = Standing::from(StateAnswer { has_entries: true, term: 9 });
+        let adding = Standing { counts_asker: false, ..full };
         assert_eq!(verdict(3, &[]), None, "alone it cannot tell");
-        assert_eq!(verdict(3, &[empty]), Some(None), "two of three empty: a new ensemble");
+        assert_eq!(verdict(3, &[empty]), Some(Verdict::New), "two of three empty: a new ensemble");
         assert_eq!(verdict(5, &[empty]), None);
-        assert_eq!(verdict(5, &[empty, empty]), Some(None));
-        assert_eq!(verdict(3, &[full]), Some(Some(9)));
-        assert_eq!(verdict(5, &[empty, empty, full]), Some(Some(9)), "any member with entries wins");
+        assert_eq!(verdict(5, &[empty, empty]), Some(Verdict::New));
+        assert_eq!(verdict(3, &[full]), Some(Verdict::Existing(9)));
+        assert_eq!(verdict(5, &[empty, empty, full]), Some(Verdict::Existing(9)), "any member with entries wins");
+        // A member added by a reconfig, not caught up yet: joining once a quorum says so, and
+        // any member counting it (or too old to say) makes it amnesiac.
+        assert_eq!(verdict(4, &[adding]), None);
+        assert_eq!(verdict(4, &[adding, adding]), Some(Verdict::Joining));
+        assert_eq!(verdict(4, &[adding, empty]), Some(Verdict::Joining));
+        assert_eq!(verdict(4, &[adding, adding, full]), Some(Verdict::Existing(9)));
         let d = dir("probe");
         let a = Amnesia::new(&d, State::Probing);
         assert!(a.active());
-        a.probed(Some(9)).unwrap();
+        a.probed(Verdict::Existing(9)).unwrap();
         assert_eq!(load(&d).unwrap().map(|m| m.floor_term), Some(9));
         assert!(a.refuses_leader(8));
-        // Caught up by a leader of that term while it asked (a member joining by reconfig):
-        // whole, no marker; by an older leader only: amnesiac.
+        // Caught up by a leader of that term while it asked: whole, no marker; by an older
+        // leader only: amnesiac.
         let _ = std::fs::remove_file(path(&d));
         let c = Amnesia::new(&d, State::Probing);
         assert!(!c.caught_up(9, Some(log_id(9, 12)), Some(12)));
-        c.probed(Some(9)).unwrap();
+        c.probed(Verdict::Existing(9)).unwrap();
         assert!(!c.active() && load(&d).unwrap().is_none(), "a joining member caught up before the answers votes");
         let c = Amnesia::new(&d, State::Probing);
         assert!(!c.caught_up(8, Some(log_id(8, 12)), Some(12)));
-        c.probed(Some(9)).unwrap();
+        c.probed(Verdict::Existing(9)).unwrap();
         assert!(c.active() && load(&d).unwrap().is_some(), "caught up by an older leader only: amnesiac");
-        let b = Amnesia::new(&d, State::Probing);
-        b.probed(None).unwrap();
-        assert!(!b.active());
+        let _ = std::fs::remove_file(path(&d));
+        for v in [Verdict::New, Verdict::Joining] {
+            let b = Amnesia::new(&d, State::Probing);
+            b.probed(v).unwrap();
+            assert!(!b.active() && load(&d).unwrap().is_none());
+        }
         std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_membership_counts_its_voters_and_the_old_half_of_a_joint_one_only() {
+        let set = |v: &[u64]| v.iter().copied().collect::<std::collections::BTreeSet<u64>>();
+        assert!(counts(&[set(&[1, 2, 3])], 2));
+        assert!(!counts(&[set(&[1, 2, 3])], 4), "a learner");
+        // Adding 4: its acknowledgements never commit anything without a quorum of {1,2,3}.
+        assert!(!counts(&[set(&[1, 2, 3]), set(&[1, 2, 3, 4])], 4));
+        // Removing 4: entries committed before may rest on it.
+        assert!(counts(&[set(&[1, 2, 3, 4]), set(&[1, 2, 3])], 4));
+        assert!(!counts(&[], 1));
     }
 }

@@ -93,7 +93,11 @@ pub enum RpcRequest {
     /// A member seeding a new ensemble asks whether this one is empty (see `seed`).
     SeedProbe,
     /// An empty member asks whether the ensemble has data (see `amnesia`); no side effect.
+    /// Members of this release ask `StateProbeOf` and fall back to this form.
     StateProbe,
+    /// The same, naming the asker, so that the answer says whether its membership counts the
+    /// asker's acknowledgements (a member being added by a reconfig is not amnesiac).
+    StateProbeOf(MemberId),
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -109,6 +113,7 @@ pub enum RpcResponse {
         resp: VoteResponse<MemberId>,
         why: String,
     },
+    StateProbeOf(super::amnesia::Standing),
 }
 
 /// Follower → leader on a forward stream.

@@ -546,7 +546,8 @@ async fn start_member(
             if status.amnesia.state() == crate::raft::amnesia::State::Probing {
                 // Empty: a member of a new ensemble, or one whose data was wiped? The others know.
                 let every = timing.heartbeat;
-                if !member::probe_ensemble(&link, &ens, &raft, &status, &stop, every).await {
+                if member::probe_ensemble(&link, &ens, &raft, &status, &stop, every).await != member::Probed::Initialize
+                {
                     return;
                 }
             }

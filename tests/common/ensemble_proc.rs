@@ -94,11 +94,18 @@ impl ProcEnsemble {
     /// Starts one more member, configured with every member so far and itself, for a reconfig
     /// to add; its index.
     pub fn join(&mut self) -> usize {
+        let i = self.prepare_join();
+        self.spawn(i);
+        i
+    }
+
+    /// Configures one more member as `join` does, without starting it (`restart` starts it);
+    /// its index.
+    pub fn prepare_join(&mut self) -> usize {
         self.pick_ports();
         let i = self.peer_ports.len() - 1;
         self.write_config(i);
         self.children.push(None);
-        self.spawn(i);
         i
     }
 

@@ -151,7 +151,7 @@ pub(super) async fn serve_rpc_frames(
 ) -> Result<(), wire::PeerError> {
     loop {
         let req: RpcRequest = wire::read_frame(&mut *s).await?;
-        let probe = matches!(req, RpcRequest::SeedProbe | RpcRequest::StateProbe);
+        let probe = matches!(req, RpcRequest::SeedProbe | RpcRequest::StateProbe | RpcRequest::StateProbeOf(_));
         if !probe && status.seed.lock().refuses(from, initialized(raft)) {
             // Waiting for a seed (or holding one not yet on a quorum): no other member may
             // lead this one. Closing the connection reads as unreachable to the caller.
@@ -164,6 +164,7 @@ pub(super) async fn serve_rpc_frames(
                 RpcResponse::SeedProbe(status.seed.lock().answer(from, term, initialized(raft)))
             }
             RpcRequest::StateProbe => RpcResponse::StateProbe(state_answer(raft)),
+            RpcRequest::StateProbeOf(asker) => RpcResponse::StateProbeOf(standing(raft, asker)),
             RpcRequest::Append(r) if status.amnesia.refuses_leader(r.vote.leader_id.term) => {
                 stale_leader(from, r.vote.leader_id.term);
                 return Ok(());

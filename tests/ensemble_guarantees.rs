@@ -448,3 +448,71 @@ async fn leader_killed_in_a_reconfig(start_joiner_late: bool) {
         assert!(!e.log(i).contains("panicked"), "member {} panicked:\n{}", i + 1, e.log(i));
     }
 }
+
+/// Issue 22 item 1, found by the fault suite (partition-halves, then partition-leader-minority):
+/// the leader and one follower F end up cut from the other three. The leader lost its quorum,
+/// stopped its heartbeats, and still appended what F forwarded (each new session's
+/// createSession): every append told F its leader was alive, so F went on answering its clients'
+/// pings while the majority's new leader, which never heard them, expired their sessions. A
+/// leader without a quorum now takes no proposals, and F stops serving once it hears nothing,
+/// well within a session timeout. (The three others are SIGSTOPped: to the two left, a partition.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_left_with_a_leader_that_lost_its_quorum_stops_serving_while_new_sessions_keep_coming() {
+    use common::ensemble_proc::ProcEnsemble;
+    let e = ProcEnsemble::start(5, 500);
+    let l = e.leader();
+    let f = (0..5).find(|i| *i != l).expect("a follower");
+    let c =
+        zk::Client::connector().session_timeout(Duration::from_secs(6)).connect(&e.addr(f)).await.expect("connects");
+    c.create("/before", b"", &persistent()).await.expect("a write through the follower");
+    let cut: Vec<usize> = (0..5).filter(|i| *i != l && *i != f).collect();
+    for i in &cut {
+        e.signal(*i, libc::SIGSTOP);
+    }
+    let t0 = std::time::Instant::now();
+    // Registry clients keep connecting to F meanwhile.
+    let addr = e.addr(f);
+    let births = tokio::spawn(async move {
+        loop {
+            let connect =
+                async { zk::Client::connector().session_timeout(Duration::from_secs(6)).connect(&addr).await };
+            let _ = tokio::time::timeout(Duration::from_millis(400), connect).await;
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    });
+    // The leader gives up after syncLimit ticks (2.5 s) without a quorum, as ZooKeeper's does; F
+    // notices within an election timeout of its last append.
+    let stopped = loop {
+        let mode = tokio::task::spawn_blocking({
+            let addr = e.addr(f);
+            move || {
+                use std::io::{Read, Write};
+                let Ok(mut s) = std::net::TcpStream::connect(&addr) else { return String::new() };
+                let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
+                let _ = s.write_all(b"srvr");
+                let mut out = String::new();
+                let _ = s.read_to_string(&mut out);
+                out
+            }
+        })
+        .await
+        .expect("srvr");
+        if !mode.contains("Mode: follower") {
+            break t0.elapsed();
+        }
+        if t0.elapsed() > Duration::from_secs(10) {
+            break t0.elapsed();
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    births.abort();
+    for i in &cut {
+        e.signal(*i, libc::SIGCONT);
+    }
+    eprintln!("the follower stopped serving {stopped:?} after the cut");
+    assert!(
+        stopped < Duration::from_secs(5),
+        "the follower still served {stopped:?} after its leader lost the quorum (session timeout 6 s):\n{}",
+        e.log(l)
+    );
+}

@@ -19,7 +19,7 @@ use zkr::proto::{Acl, CreateRequest, MultiOp, OpCode, Request, RequestBody, Resp
 use zkr::tree::DataTree;
 use zkr::txn::TxnOp;
 use zkr::zab::election::{find_leader, Voter};
-use zkr::zab::{Event, Learner, Options, SyncMode};
+use zkr::zab::{Event, Learner, Options, Sender, SyncMode, ZabError};
 
 const ZKSERVER: &str = "/usr/share/zookeeper/bin/zkServer.sh";
 const OBSERVER_SID: i64 = 9;
@@ -313,13 +313,7 @@ async fn an_observer_syncs_from_a_zookeeper_38_leader_follows_it_and_forwards_a_
     ];
     c.write(OpCode::Multi, RequestBody::Multi(multi)).await;
 
-    let l = tokio::task::spawn_blocking({
-        let o = opts(leader, 0, 0);
-        move || Learner::sync(&o, DataTree::new())
-    })
-    .await
-    .unwrap()
-    .expect("the observer syncs with the ZooKeeper leader");
+    let l = sync_with(opts(leader, 0, 0), DataTree::new()).await.expect("the observer syncs with the ZooKeeper leader");
     let first_mode = l.mode;
     assert!(l.config.contains(&format!("server.{OBSERVER_SID}=")), "NEWLEADER carries the config: {}", l.config);
     let sender = l.sender();
@@ -340,19 +334,8 @@ async fn an_observer_syncs_from_a_zookeeper_38_leader_follows_it_and_forwards_a_
     // Its own session and write, forwarded: a session id with its sid in the top byte, as
     // ZooKeeper's SessionTrackerImpl makes them; the reply is the INFORM with its cxid.
     let sid = (OBSERVER_SID << 56) | 0x42;
-    seen.lock().touched = vec![(sid, 2000)];
-    sender.forward(sid, 0, -10, &2000i32.to_be_bytes(), vec![]).expect("forward createSession");
-    until("the leader created the observer's session", 10, || seen.lock().applied.iter().any(|a| a.1 == sid)).await;
-    let mut body = Vec::new();
-    req(1, OpCode::Create, RequestBody::Create(create("/obs-eph", b"mine", 1))).write(&mut body);
-    sender.forward(sid, 1, 1, &body[8..], vec![("ip".into(), "127.0.0.1".into())]).expect("forward create");
-    until("the forwarded create came back", 10, || {
-        seen.lock()
-            .applied
-            .iter()
-            .any(|a| a.1 == sid && a.2 == 1 && matches!(&a.3, TxnOp::Create { path, .. } if path == "/obs-eph"))
-    })
-    .await;
+    let auth = vec![("ip".into(), "127.0.0.1".into())];
+    forward_session_and_ephemeral(&sender, &seen, sid, 2000, "/obs-eph", auth).await;
     // Kept alive by the PING replies alone for twice its timeout, then let go.
     tokio::time::sleep(Duration::from_secs(4)).await;
     assert!(exists(zk.client[follower], "/obs-eph").await, "the pings kept the observer's session alive");
@@ -376,13 +359,7 @@ async fn an_observer_syncs_from_a_zookeeper_38_leader_follows_it_and_forwards_a_
     // A restart of the observer with what it holds: the leader sends only the difference.
     c.write(OpCode::Create, RequestBody::Create(create("/after", b"", 0))).await;
     let (epoch, tree) = (l.epoch, l.tree);
-    let l2 = tokio::task::spawn_blocking({
-        let o = opts(leader, epoch, epoch);
-        move || Learner::sync(&o, tree)
-    })
-    .await
-    .unwrap()
-    .expect("the observer syncs again");
+    let l2 = sync_with(opts(leader, epoch, epoch), tree).await.expect("the observer syncs again");
     eprintln!("first sync: {first_mode:?}; second: {:?}", l2.mode);
     assert_eq!(l2.mode, SyncMode::Diff, "an observer that holds the leader's recent history gets a DIFF");
     assert_same_tree(&zk_tree(zk.client[leader]).await, &l2.tree, "after the DIFF");
@@ -394,18 +371,7 @@ async fn an_observer_syncs_from_a_zookeeper_38_leader_follows_it_and_forwards_a_
     let seen = Arc::new(Mutex::new(Seen::default()));
     let thread = follow(l2, seen.clone());
     let sid2 = (OBSERVER_SID << 56) | 0x43;
-    seen.lock().touched = vec![(sid2, 4000)];
-    sender.forward(sid2, 0, -10, &4000i32.to_be_bytes(), vec![]).expect("forward createSession");
-    // As a client waits for its ConnectResponse, which the observer sends once the session is
-    // committed: a write forwarded before that is refused by the leader (SessionExpired).
-    until("the leader created the second session", 10, || seen.lock().applied.iter().any(|a| a.1 == sid2)).await;
-    let mut body = Vec::new();
-    req(1, OpCode::Create, RequestBody::Create(create("/obs-eph2", b"", 1))).write(&mut body);
-    sender.forward(sid2, 1, 1, &body[8..], vec![]).expect("forward create");
-    until("the second forwarded create came back", 10, || {
-        seen.lock().applied.iter().any(|a| a.1 == sid2 && a.2 == 1 && matches!(a.3, TxnOp::Create { .. }))
-    })
-    .await;
+    forward_session_and_ephemeral(&sender, &seen, sid2, 4000, "/obs-eph2", vec![]).await;
     let _ = zk.children[leader].kill();
     let _ = zk.children[leader].wait();
     until("the observer noticed the leader is gone", 10, || seen.lock().error.is_some()).await;
@@ -419,13 +385,7 @@ async fn an_observer_syncs_from_a_zookeeper_38_leader_follows_it_and_forwards_a_
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
     let (epoch, tree) = (l2.epoch, l2.tree);
-    let l3 = tokio::task::spawn_blocking({
-        let o = opts(new_leader, epoch, epoch);
-        move || Learner::sync(&o, tree)
-    })
-    .await
-    .unwrap()
-    .expect("the observer syncs with the new leader");
+    let l3 = sync_with(opts(new_leader, epoch, epoch), tree).await.expect("the observer syncs with the new leader");
     assert!(l3.epoch > epoch, "a new epoch: {} after {epoch}", l3.epoch);
     let sender = l3.sender();
     let seen = Arc::new(Mutex::new(Seen { touched: vec![(sid2, 4000)], ..Seen::default() }));
@@ -439,4 +399,36 @@ async fn an_observer_syncs_from_a_zookeeper_38_leader_follows_it_and_forwards_a_
     let l3 = thread.join().expect("the learner's thread");
     assert_same_tree(&zk_tree(zk.client[new_leader]).await, &l3.tree, "after the leader change");
     assert_eq!(l3.digest_mismatches, 0);
+}
+
+/// `Learner::sync` (blocking) on a blocking thread.
+async fn sync_with(o: Options, tree: DataTree) -> Result<Learner, ZabError> {
+    tokio::task::spawn_blocking(move || Learner::sync(&o, tree)).await.expect("the sync's thread")
+}
+
+/// Creates session `sid` through the leader as the observer would for a client (touched in its
+/// pings from now on), then an ephemeral `path` of it, each forwarded and awaited as an INFORM.
+async fn forward_session_and_ephemeral(
+    sender: &Sender,
+    seen: &Arc<Mutex<Seen>>,
+    sid: i64,
+    timeout_ms: i32,
+    path: &str,
+    auth: Vec<(String, String)>,
+) {
+    seen.lock().touched = vec![(sid, timeout_ms)];
+    sender.forward(sid, 0, -10, &timeout_ms.to_be_bytes(), vec![]).expect("forward createSession");
+    // As a client waits for its ConnectResponse, which the observer sends once the session is
+    // committed: a write forwarded before that is refused by the leader (SessionExpired).
+    until("the leader created the session", 10, || seen.lock().applied.iter().any(|a| a.1 == sid)).await;
+    let mut body = Vec::new();
+    req(1, OpCode::Create, RequestBody::Create(create(path, b"mine", 1))).write(&mut body);
+    sender.forward(sid, 1, 1, &body[8..], auth).expect("forward create");
+    until("the forwarded create came back", 10, || {
+        seen.lock()
+            .applied
+            .iter()
+            .any(|a| a.1 == sid && a.2 == 1 && matches!(&a.3, TxnOp::Create { path: p, .. } if p == path))
+    })
+    .await;
 }

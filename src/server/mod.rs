@@ -520,7 +520,7 @@ async fn start_member(
         raft.runtime_config().elect(false);
     }
     member::tag_logs(me, status.clone());
-    let submitter = member::Submitter::spawn(raft.clone(), checks, shutdown.clone());
+    let submitter = member::Submitter::spawn(raft.clone(), checks, status.clone(), shutdown.clone());
     let port = member::PeerPort {
         link: link.clone(),
         raft: raft.clone(),

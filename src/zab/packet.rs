@@ -6,7 +6,8 @@
 //! Debian's 3.8 jar).
 
 use crate::import::{ImportError, Jute};
-use bytes::Bytes;
+use crate::proto::jute::JuteWrite;
+use bytes::{BufMut, Bytes};
 
 /// `Leader.java`'s packet types.
 pub mod kind {
@@ -81,16 +82,16 @@ impl QuorumPacket {
     }
 
     pub fn encode(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.kind.to_be_bytes());
-        out.extend_from_slice(&self.zxid.to_be_bytes());
-        put_buffer(out, self.data.as_deref());
+        out.put_i32(self.kind);
+        out.put_i64(self.zxid);
+        out.put_buffer(self.data.as_deref());
         match &self.auth {
-            None => out.extend_from_slice(&(-1i32).to_be_bytes()),
+            None => out.put_i32(-1),
             Some(auth) => {
-                out.extend_from_slice(&(auth.len() as i32).to_be_bytes());
+                out.put_i32(auth.len() as i32);
                 for (scheme, id) in auth {
-                    put_buffer(out, Some(scheme.as_bytes()));
-                    put_buffer(out, Some(id.as_bytes()));
+                    out.put_ustring(scheme);
+                    out.put_ustring(id);
                 }
             }
         }
@@ -120,16 +121,6 @@ impl QuorumPacket {
     pub fn data_int(&self) -> Option<i32> {
         let d = self.data.as_deref()?;
         Some(i32::from_be_bytes(d.get(..4)?.try_into().ok()?))
-    }
-}
-
-fn put_buffer(out: &mut Vec<u8>, b: Option<&[u8]>) {
-    match b {
-        None => out.extend_from_slice(&(-1i32).to_be_bytes()),
-        Some(b) => {
-            out.extend_from_slice(&(b.len() as i32).to_be_bytes());
-            out.extend_from_slice(b);
-        }
     }
 }
 

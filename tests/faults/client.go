@@ -63,8 +63,12 @@ type Session struct {
 	// expiredAfter is how long it had been without one when it was told it expired.
 	lostAt       atomic.Int64
 	expiredAfter atomic.Int64
-	connMu       sync.Mutex
-	netConn      net.Conn
+	withSession  atomic.Bool
+	// lastID is the id of the session it last had; expiredID the one it was last told expired.
+	lastID    atomic.Int64
+	expiredID atomic.Int64
+	connMu    sync.Mutex
+	netConn   net.Conn
 }
 
 // dialSession opens a session whose host list starts at member `first` (0-based).
@@ -102,12 +106,23 @@ func dialSession(addrs []string, first int) (*Session, error) {
 			switch ev.State {
 			case zk.StateHasSession:
 				s.connects.Add(1)
+				s.withSession.Store(true)
+				if s.Conn != nil {
+					s.lastID.Store(s.Conn.SessionID())
+				}
 			case zk.StateDisconnected:
-				s.lostAt.Store(time.Now().UnixNano())
+				// go-zk says Disconnected after every failed attempt too (a member that
+				// accepts the connection and does not answer the handshake): the session
+				// lost its connection at the first one after it last had it.
+				if s.withSession.Swap(false) {
+					s.lostAt.Store(time.Now().UnixNano())
+				}
 			case zk.StateExpired:
 				if at := s.lostAt.Load(); at != 0 {
 					s.expiredAfter.Store(time.Now().UnixNano() - at)
 				}
+				// go-zk has cleared the id by now and opens a new session next.
+				s.expiredID.Store(s.lastID.Load())
 				s.expired.Add(1)
 			}
 		}))

@@ -217,6 +217,33 @@ var nemeses = []Nemesis{
 		},
 	},
 	{
+		// The leader keeps a minority that still hears it: a follower there must stop serving
+		// (its clients' pings reach no quorum) before the majority's new leader expires those
+		// sessions. Found by partition-halves: the old leader kept appending the follower's
+		// forwarded writes, the follower kept answering pings, and its sessions expired while
+		// their clients were connected. Longer than a session timeout, so that it shows.
+		Name: "partition-leader-minority", What: "cut the leader and a minority of followers from the majority, longer than the session timeout",
+		Hold: holdBetween(sessionTimeout+time.Second, sessionTimeout+3*time.Second),
+		Apply: func(f *Faults, r *mrand.Rand) string {
+			m, which := f.leaderOr(r)
+			minority := []int{m.ID}
+			var rest []int
+			for _, i := range r.Perm(f.c.N()) {
+				o := f.c.Members[i]
+				switch {
+				case o == m:
+				case len(minority) < (f.c.N()-1)/2:
+					minority = append(minority, o.ID)
+				default:
+					rest = append(rest, o.ID)
+				}
+			}
+			sort.Ints(minority)
+			sort.Ints(rest)
+			return f.partition(minority, rest) + " (m" + fmt.Sprint(m.ID) + " " + which + ")"
+		},
+	},
+	{
 		Name: "partition-bridge", What: "two halves that each see one middle member",
 		Hold: holdBetween(3*time.Second, 8*time.Second),
 		Apply: func(f *Faults, r *mrand.Rand) string {

@@ -82,6 +82,16 @@ trap 'exit 130' INT TERM HUP
 (cd "$HERE" && go build -o "$BIN" .) || { echo "FAIL faults/setup: cannot build the harness (go build in tests/faults)"; exit 2; }
 "$BIN" cleanup
 
+# Only a whole --full run is the report of record: a replay of one cell (--seed, --nemesis, ...)
+# must not overwrite it with that cell alone.
 REPORT=()
-[ "$MODE" = full ] && REPORT=(--report "$ROOT/docs/faults.md")
+PARTIAL=""
+for a in "${ARGS[@]}"; do
+    case $a in --nemesis | --workload | --server | --seed | --members | --duration) PARTIAL=$a ;; esac
+done
+if [ "$MODE" = full ] && [ -z "$PARTIAL" ]; then
+    REPORT=(--report "$ROOT/docs/faults.md")
+elif [ "$MODE" = full ]; then
+    echo "== $PARTIAL given: a partial run, docs/faults.md is left as it is"
+fi
 "$BIN" --mode "$MODE" --zkr "$ZKR_BIN" --out "$HERE/.work" "${REPORT[@]}" "${ARGS[@]}"

@@ -145,7 +145,7 @@ func (w *birthsWL) Final(env *Env) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, b := range w.watched {
-		id := b.s.Conn.SessionID()
+		id := b.s.expiredID.Load()
 		switch {
 		case b.s.expired.Load() == 0:
 			w.noteAs(OK, nil)

@@ -49,6 +49,9 @@ pub struct MemberStatus {
     pub seed: parking_lot::Mutex<super::seed::Gate>,
     /// Whether this member may have lost entries it acknowledged (see `amnesia`).
     pub amnesia: super::amnesia::Amnesia,
+    /// Set while this member is a leader without a quorum (`watch_role`): it takes no
+    /// proposals, so that nothing it appends keeps its followers believing it leads.
+    pub quiet: AtomicBool,
 }
 
 /// True once this member has a membership (it initialized, or a leader's log or snapshot
@@ -146,12 +149,14 @@ pub async fn watch_role(
             S::Learner if leader.is_some() && in_touch => Role::Observer,
             _ => Role::Looking,
         };
-        // A leader that lost its quorum stops its heartbeats, so that followers and observers
-        // still in touch with it notice too and stop serving (ZooKeeper's leader gives up
-        // leading after syncLimit ticks without a quorum); elections bring them back.
+        // A leader that lost its quorum stops its heartbeats and takes no more proposals (see
+        // `run_submitter`), so that followers and observers still in touch with it notice too
+        // and stop serving (ZooKeeper's leader gives up leading after syncLimit ticks without a
+        // quorum); elections bring them back.
         let quiet = state == S::Leader && since_ack.is_some_and(|ms| ms > stale_ms) && !sole_voter;
         if quiet != heartbeat_off {
             heartbeat_off = quiet;
+            status.quiet.store(quiet, Ordering::Release);
             raft.runtime_config().heartbeat(!quiet);
             if quiet {
                 tracing::warn!("leader without a quorum for {stale:?}: not serving, heartbeats stopped");

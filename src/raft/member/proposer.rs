@@ -36,9 +36,9 @@ type Checks = super::super::command::LatestCheck;
 pub(super) const SUBMIT_WAIT: Duration = Duration::from_millis(5);
 
 impl Submitter {
-    pub fn spawn(raft: Raft, checks: Checks, shutdown: CancellationToken) -> Submitter {
+    pub fn spawn(raft: Raft, checks: Checks, status: Arc<MemberStatus>, shutdown: CancellationToken) -> Submitter {
         let (tx, rx) = mpsc::channel(SUBMIT_QUEUE);
-        tokio::spawn(run_submitter(raft, rx, checks, shutdown));
+        tokio::spawn(run_submitter(raft, rx, checks, status, shutdown));
         Submitter { tx, reconfig: Arc::default() }
     }
 
@@ -57,6 +57,7 @@ pub(super) async fn run_submitter(
     raft: Raft,
     mut rx: mpsc::Receiver<(Command, Option<OnFail>)>,
     checks: Checks,
+    status: Arc<MemberStatus>,
     shutdown: CancellationToken,
 ) {
     let mut metrics = raft.metrics();
@@ -83,6 +84,15 @@ pub(super) async fn run_submitter(
                 fails.push((cmd.origin.seq, f));
             }
             cmds.push(cmd);
+        }
+        if status.quiet.load(Ordering::Acquire) {
+            // A leader without a quorum could not commit them, and each append it replicated
+            // to a follower on its side of a partition would tell that follower its leader is
+            // alive: it would keep serving its clients' pings while the majority, which never
+            // hears them, expires their sessions (found by the fault suite's partition-halves
+            // with sessions created through such a follower). Never appended, never applied.
+            fails.into_iter().for_each(|(seq, f)| f(seq));
+            continue;
         }
         let before = metrics.borrow().last_log_index.unwrap_or(0);
         let check = *checks.lock();

@@ -15,11 +15,14 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use zkr::proto::{Acl, CreateRequest, MultiOp, OpCode, Request, RequestBody, Response};
+use zkr::proto::{
+    Acl, ConnectRequest, ConnectResponse, CreateRequest, MultiOp, OpCode, Request, RequestBody, Response,
+};
 use zkr::tree::DataTree;
 use zkr::txn::TxnOp;
+use zkr::zab::digest::Checked;
 use zkr::zab::election::{find_leader, Voter};
-use zkr::zab::{Event, Learner, Options, Sender, SyncMode, ZabError};
+use zkr::zab::{Event, Learner, Options, Sender, SyncMode, Synced, ZabError};
 
 const ZKSERVER: &str = "/usr/share/zookeeper/bin/zkServer.sh";
 const OBSERVER_SID: i64 = 9;
@@ -37,6 +40,8 @@ struct Ensemble {
     election: [u16; 3],
     /// The election address zkr's `server.9` line gives it.
     observer_election: String,
+    /// Every member's `server.N` line, zkr's included, as each zoo.cfg holds them.
+    servers: String,
     children: Vec<Child>,
 }
 
@@ -80,7 +85,7 @@ impl Ensemble {
                 .expect("start ZooKeeper");
             children.push(child);
         }
-        Ensemble { dir, client, quorum, election, observer_election: format!("127.0.0.1:{oe}"), children }
+        Ensemble { dir, client, quorum, election, observer_election: format!("127.0.0.1:{oe}"), servers, children }
     }
 
     /// The member that says `Mode: leader`, once one does (and the others follow).
@@ -113,6 +118,20 @@ impl Ensemble {
 }
 
 impl Ensemble {
+    /// The one of `members` that says `Mode: leader`, once one does.
+    async fn leader_of(&self, members: &[usize]) -> usize {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            for m in members {
+                if srvr_mode(self.client[*m]).await.as_deref() == Some("leader") {
+                    return *m;
+                }
+            }
+            assert!(Instant::now() < deadline, "no leader among {members:?}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
     fn voters(&self) -> Vec<Voter> {
         (0..3)
             .map(|i| Voter { sid: i as i64 + 1, election: SocketAddr::from(([127, 0, 0, 1], self.election[i])) })
@@ -138,6 +157,14 @@ impl Drop for Ensemble {
         }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+async fn four_letter(port: u16, word: &str) -> String {
+    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.expect("connect");
+    s.write_all(word.as_bytes()).await.expect("send");
+    let mut out = String::new();
+    tokio::time::timeout(Duration::from_secs(2), s.read_to_string(&mut out)).await.expect("in time").expect("read");
+    out
 }
 
 async fn srvr_mode(port: u16) -> Option<String> {
@@ -166,6 +193,7 @@ fn create(path: &str, data: &[u8], flags: i32) -> CreateRequest {
 struct Session {
     raw: Raw,
     id: i64,
+    password: Vec<u8>,
     xid: i32,
     last_zxid: i64,
 }
@@ -173,7 +201,37 @@ struct Session {
 impl Session {
     async fn open(port: u16, timeout_ms: i32) -> Session {
         let (raw, resp) = Raw::connect(&format!("127.0.0.1:{port}"), timeout_ms).await;
-        Session { raw, id: resp.session_id, xid: 0, last_zxid: 0 }
+        Session { raw, id: resp.session_id, password: resp.password, xid: 0, last_zxid: 0 }
+    }
+
+    /// Re-attaches this session on another server (or the same one after a disconnect), as a
+    /// client moving to the next host of its list does. `None` if refused (expired).
+    async fn reattach(&mut self, port: u16, timeout_ms: i32) -> Option<ConnectResponse> {
+        let mut raw = Raw::open(&format!("127.0.0.1:{port}")).await;
+        let req = ConnectRequest {
+            protocol_version: 0,
+            last_zxid_seen: self.last_zxid,
+            timeout_ms,
+            session_id: self.id,
+            password: self.password.clone(),
+            read_only: Some(false),
+        };
+        let resp = raw.handshake(req).await.filter(|r| r.timeout_ms > 0 && r.session_id == self.id)?;
+        self.raw = raw;
+        Some(resp)
+    }
+
+    /// A request whose error is the point: the reply's error code.
+    async fn try_call(&mut self, op: OpCode, body: RequestBody) -> i32 {
+        self.xid += 1;
+        let (h, _) = self.raw.call(&req(self.xid, op, body)).await;
+        self.last_zxid = self.last_zxid.max(h.zxid);
+        h.err
+    }
+
+    async fn ping(&mut self) {
+        let (h, _) = self.raw.call(&req(-2, OpCode::Ping, RequestBody::Empty)).await;
+        assert_eq!(h.err, 0);
     }
 
     async fn call(&mut self, op: OpCode, body: RequestBody) -> Response {
@@ -242,20 +300,30 @@ struct Seen {
     error: Option<String>,
 }
 
-fn follow(mut l: Learner, seen: Arc<Mutex<Seen>>) -> std::thread::JoinHandle<Learner> {
-    std::thread::spawn(move || loop {
-        let touched = seen.lock().touched.clone();
-        match l.step(&touched) {
-            Ok(Event::Applied { txn, .. }) => {
-                let mut s = seen.lock();
-                s.last_zxid = txn.txn.zxid;
-                s.applied.push((txn.txn.zxid, txn.txn.session, txn.cxid, txn.txn.op.clone()));
-            }
-            Ok(Event::Ping) => seen.lock().pings += 1,
-            Ok(_) => {}
-            Err(e) => {
-                seen.lock().error = Some(e.to_string());
-                return l;
+/// The learner and the tree it keeps in step, as the core holds it.
+struct Observed {
+    l: Learner,
+    tree: DataTree,
+    digest: Checked,
+}
+
+fn follow(mut o: Observed, seen: Arc<Mutex<Seen>>) -> std::thread::JoinHandle<Observed> {
+    std::thread::spawn(move || {
+        let mut changes = Vec::new();
+        loop {
+            match o.l.step(&mut || seen.lock().touched.clone()) {
+                Ok(Event::Txn(txn)) => {
+                    o.digest.apply_checked(&mut o.tree, &txn, &mut changes);
+                    let mut s = seen.lock();
+                    s.last_zxid = txn.txn.zxid;
+                    s.applied.push((txn.txn.zxid, txn.txn.session, txn.cxid, txn.txn.op.clone()));
+                }
+                Ok(Event::Ping) => seen.lock().pings += 1,
+                Ok(_) => {}
+                Err(e) => {
+                    seen.lock().error = Some(e.to_string());
+                    return o;
+                }
             }
         }
     })
@@ -314,9 +382,9 @@ async fn an_observer_syncs_from_a_zookeeper_38_leader_follows_it_and_forwards_a_
     c.write(OpCode::Multi, RequestBody::Multi(multi)).await;
 
     let l = sync_with(opts(leader, 0, 0), DataTree::new()).await.expect("the observer syncs with the ZooKeeper leader");
-    let first_mode = l.mode;
-    assert!(l.config.contains(&format!("server.{OBSERVER_SID}=")), "NEWLEADER carries the config: {}", l.config);
-    let sender = l.sender();
+    let first_mode = l.l.mode;
+    assert!(l.l.config.contains(&format!("server.{OBSERVER_SID}=")), "NEWLEADER carries the config: {}", l.l.config);
+    let sender = l.l.sender();
     let seen = Arc::new(Mutex::new(Seen::default()));
     let thread = follow(l, seen.clone());
 
@@ -352,22 +420,22 @@ async fn an_observer_syncs_from_a_zookeeper_38_leader_follows_it_and_forwards_a_
     assert_same_tree(&zk_tree(zk.client[leader]).await, &l.tree, "after following");
     let informs = seen.lock().applied.len() as u64;
     assert!(informs >= 8, "{informs} INFORMs");
-    assert_eq!(l.digests_checked, informs, "ZooKeeper 3.8 sends its tree digest with every txn");
-    assert_eq!(l.digest_mismatches, 0, "the tree digest agreed with the leader's after every txn");
+    assert_eq!(l.digest.checked, informs, "ZooKeeper 3.8 sends its tree digest with every txn");
+    assert_eq!(l.digest.mismatches, 0, "the tree digest agreed with the leader's after every txn");
     assert!(l.tree.sessions().contains_key(&c.id) && !l.tree.sessions().contains_key(&d.id));
 
     // A restart of the observer with what it holds: the leader sends only the difference.
     c.write(OpCode::Create, RequestBody::Create(create("/after", b"", 0))).await;
-    let (epoch, tree) = (l.epoch, l.tree);
+    let (epoch, tree) = (l.l.epoch, l.tree);
     let l2 = sync_with(opts(leader, epoch, epoch), tree).await.expect("the observer syncs again");
-    eprintln!("first sync: {first_mode:?}; second: {:?}", l2.mode);
-    assert_eq!(l2.mode, SyncMode::Diff, "an observer that holds the leader's recent history gets a DIFF");
+    eprintln!("first sync: {first_mode:?}; second: {:?}", l2.l.mode);
+    assert_eq!(l2.l.mode, SyncMode::Diff, "an observer that holds the leader's recent history gets a DIFF");
     assert_same_tree(&zk_tree(zk.client[leader]).await, &l2.tree, "after the DIFF");
 
     // The leader is killed: the observer finds the new one through the election ports, syncs
     // with it, and the session it keeps alive outlives the change (a new ZooKeeper leader gives
     // every session a fresh timeout; the observer's pings do the rest).
-    let sender = l2.sender();
+    let sender = l2.l.sender();
     let seen = Arc::new(Mutex::new(Seen::default()));
     let thread = follow(l2, seen.clone());
     let sid2 = (OBSERVER_SID << 56) | 0x43;
@@ -384,10 +452,10 @@ async fn an_observer_syncs_from_a_zookeeper_38_leader_follows_it_and_forwards_a_
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
-    let (epoch, tree) = (l2.epoch, l2.tree);
+    let (epoch, tree) = (l2.l.epoch, l2.tree);
     let l3 = sync_with(opts(new_leader, epoch, epoch), tree).await.expect("the observer syncs with the new leader");
-    assert!(l3.epoch > epoch, "a new epoch: {} after {epoch}", l3.epoch);
-    let sender = l3.sender();
+    assert!(l3.l.epoch > epoch, "a new epoch: {} after {epoch}", l3.l.epoch);
+    let sender = l3.l.sender();
     let seen = Arc::new(Mutex::new(Seen { touched: vec![(sid2, 4000)], ..Seen::default() }));
     let thread = follow(l3, seen.clone());
     eprintln!("new leader found and synced {:?} after the kill", t0.elapsed());
@@ -398,12 +466,28 @@ async fn an_observer_syncs_from_a_zookeeper_38_leader_follows_it_and_forwards_a_
     sender.shutdown();
     let l3 = thread.join().expect("the learner's thread");
     assert_same_tree(&zk_tree(zk.client[new_leader]).await, &l3.tree, "after the leader change");
-    assert_eq!(l3.digest_mismatches, 0);
+    assert_eq!(l3.digest.mismatches, 0);
 }
 
-/// `Learner::sync` (blocking) on a blocking thread.
-async fn sync_with(o: Options, tree: DataTree) -> Result<Learner, ZabError> {
-    tokio::task::spawn_blocking(move || Learner::sync(&o, tree)).await.expect("the sync's thread")
+/// `Learner::sync` (blocking) on a blocking thread, applying what it brings to `tree`.
+async fn sync_with(o: Options, tree: DataTree) -> Result<Observed, ZabError> {
+    tokio::task::spawn_blocking(move || {
+        let mut tree = tree;
+        let mut digest = Checked::of(&tree);
+        let mut changes = Vec::new();
+        let l = Learner::sync(&o, tree.last_zxid(), &mut |s| match s {
+            Synced::Snap(t) => {
+                tree = *t;
+                digest.reset(&tree);
+            }
+            Synced::Txn(t) => {
+                digest.apply_checked(&mut tree, &t, &mut changes);
+            }
+        })?;
+        Ok(Observed { l, tree, digest })
+    })
+    .await
+    .expect("the sync's thread")
 }
 
 /// Creates session `sid` through the leader as the observer would for a client (touched in its
@@ -431,4 +515,177 @@ async fn forward_session_and_ephemeral(
             .any(|a| a.1 == sid && a.2 == 1 && matches!(&a.3, TxnOp::Create { path: p, .. } if p == path))
     })
     .await;
+}
+
+/// zkr's zoo.cfg as ZooKeeper's own observer's would be, plus the one zkr key.
+fn observer_config(zk: &Ensemble, client_port: u16) -> zkr::config::Config {
+    let dir = common::temp_dir();
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("myid"), format!("{OBSERVER_SID}\n")).unwrap();
+    let text = format!(
+        "tickTime={TICK_MS}\ninitLimit=10\nsyncLimit=5\ndataDir={}\nclientPort={client_port}\nclientPortAddress=127.0.0.1\n\
+         admin.enableServer=false\n4lw.commands.whitelist=*\npeerType=observer\nzkr.ensembleProtocol=zab\n{}",
+        dir.display(),
+        zk.servers
+    );
+    let file = dir.join("zoo.cfg");
+    std::fs::write(&file, text).unwrap();
+    let args = zkr::config::ServeArgs { config: Some(file), ..Default::default() };
+    let mut cfg = zkr::config::Config::from_args(&args).expect("the observer's zoo.cfg");
+    cfg.exit_on_fatal = false;
+    cfg
+}
+
+/// The next watch event on a raw connection: (type, path).
+async fn next_event(raw: &mut Raw) -> (i32, String) {
+    loop {
+        let f = tokio::time::timeout(Duration::from_secs(10), raw.read_frame())
+            .await
+            .expect("an event within 10 s")
+            .expect("the connection stays open");
+        if i32::from_be_bytes(f[0..4].try_into().unwrap()) != -1 {
+            continue;
+        }
+        let ty = i32::from_be_bytes(f[16..20].try_into().unwrap());
+        let len = i32::from_be_bytes(f[24..28].try_into().unwrap()) as usize;
+        return (ty, String::from_utf8(f[28..28 + len].to_vec()).unwrap());
+    }
+}
+
+/// Every node under `/` but `/zookeeper/config` (each ZooKeeper server keeps its own there
+/// while reconfig is off, ZOOKEEPER-2819).
+async fn served_tree(port: u16) -> Vec<(String, Option<bytes::Bytes>, zkr::proto::Stat)> {
+    let empty_is_null = |d: Option<bytes::Bytes>| d.filter(|b| !b.is_empty());
+    zk_tree(port)
+        .await
+        .into_iter()
+        .filter(|n| n.0 != "/zookeeper/config")
+        .map(|(p, d, s)| (p, empty_is_null(d), s))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zkr_serve_observes_a_zookeeper_ensemble_serves_its_tree_forwards_writes_and_follows_a_new_leader() {
+    let mut zk = Ensemble::start();
+    let leader = zk.leader().await;
+    let follower = (leader + 1) % 3;
+    let mut c = Session::open(zk.client[follower], 30_000).await;
+    c.write(OpCode::Create, RequestBody::Create(create("/pre", b"before", 0))).await;
+    c.write(OpCode::Create, RequestBody::Create(create("/pre/a", b"", 0))).await;
+
+    // `zkr serve` with ZooKeeper's own observer lines and zkr.ensembleProtocol=zab.
+    let port = free_port();
+    let (server, _) = common::start_with(observer_config(&zk, port)).await;
+    until_async("srvr says Mode: observer", 60, || async move { srvr_mode(port).await.as_deref() == Some("observer") })
+        .await;
+    assert_eq!(
+        served_tree(port).await,
+        served_tree(zk.client[leader]).await,
+        "zkr serves ZooKeeper's tree, every Stat"
+    );
+
+    // A session created through zkr (forwarded createSession), an ephemeral and a write of it.
+    let mut o = Session::open(port, 30_000).await;
+    assert_eq!((o.id >> 56) as i64, OBSERVER_SID, "a ZooKeeper session id with the observer's myid on top");
+    o.write(OpCode::Create, RequestBody::Create(create("/obs", b"mine", 1))).await;
+    let Response::GetData { data, .. } =
+        o.call(OpCode::GetData, RequestBody::PathWatch { path: "/obs".into(), watch: false }).await
+    else {
+        panic!("getData")
+    };
+    assert_eq!(data.as_deref(), Some(&b"mine"[..]), "a read after the session's own write sees it");
+    assert!(exists(zk.client[follower], "/obs").await, "the write reached ZooKeeper");
+    let err = o.try_call(OpCode::Create, RequestBody::Create(create("/obs", b"", 0))).await;
+    assert_eq!(err, -110, "the leader's error txn answers the client: NodeExists");
+    let err = o.try_call(OpCode::Delete, RequestBody::Delete { path: "/pre".into(), version: -1 }).await;
+    assert_eq!(err, -111, "NotEmpty");
+
+    // A watch set on zkr fires for a write made on ZooKeeper.
+    o.call(OpCode::GetData, RequestBody::PathWatch { path: "/pre".into(), watch: true }).await;
+    c.write(OpCode::SetData, RequestBody::SetData { path: "/pre".into(), data: Some("after".into()), version: -1 })
+        .await;
+    assert_eq!(next_event(&mut o.raw).await, (3, "/pre".to_owned()), "NodeDataChanged on zkr");
+    let Response::Path(p) = o.call(OpCode::Sync, RequestBody::Path { path: "/pre".into() }).await else {
+        panic!("sync")
+    };
+    assert_eq!(p, "/pre");
+    let Response::GetData { data, .. } =
+        o.call(OpCode::GetData, RequestBody::PathWatch { path: "/pre".into(), watch: false }).await
+    else {
+        panic!("getData")
+    };
+    assert_eq!(data.as_deref(), Some(&b"after"[..]));
+
+    // Sessions move both ways: ZooKeeper's session re-attaches on zkr (revalidated by the
+    // leader) and writes there; zkr's re-attaches on a ZooKeeper server with zkr's password.
+    c.reattach(port, 30_000).await.expect("ZooKeeper's session re-attaches on zkr");
+    c.write(OpCode::SetData, RequestBody::SetData { path: "/pre/a".into(), data: Some("via zkr".into()), version: -1 })
+        .await;
+    o.reattach(zk.client[follower], 30_000)
+        .await
+        .expect("zkr's session re-attaches on ZooKeeper with the password zkr gave");
+    o.write(OpCode::SetData, RequestBody::SetData { path: "/obs".into(), data: Some("moved".into()), version: -1 })
+        .await;
+    assert_eq!(served_tree(port).await, served_tree(zk.client[leader]).await, "the same tree after both moves");
+
+    // A real client: kazoo on zkr beside kazoo on ZooKeeper (a registry, watches, errors, a
+    // transaction, a session's close). It fails the test if kazoo is missing.
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/zab/kazoo_observer.py");
+    let out = Command::new("/usr/bin/python3")
+        .arg(&script)
+        .arg(format!("127.0.0.1:{port}"))
+        .arg(format!("127.0.0.1:{}", zk.client[follower]))
+        .output()
+        .expect("python3 runs");
+    eprintln!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "kazoo on the zkr observer failed (apt-get install python3-kazoo)");
+
+    // The leader is killed: zkr closes its clients' connections, syncs with the next leader,
+    // and a session kept on zkr re-attaches there and keeps its ephemeral.
+    let mut k = Session::open(port, 4000).await;
+    k.write(OpCode::Create, RequestBody::Create(create("/obs-kept", b"", 1))).await;
+    let _ = zk.children[leader].kill();
+    let _ = zk.children[leader].wait();
+    let t0 = Instant::now();
+    let survivor = (0..3).find(|i| *i != leader).unwrap();
+    until_async(
+        "zkr synced with a new leader",
+        30,
+        || async move { srvr_mode(port).await.as_deref() == Some("observer") },
+    )
+    .await;
+    let mut attached = false;
+    while !attached && t0.elapsed() < Duration::from_secs(30) {
+        attached = k.reattach(port, 4000).await.is_some();
+        if !attached {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    assert!(attached, "the session re-attached on zkr after the leader change");
+    eprintln!("session back on zkr {:?} after the leader kill", t0.elapsed());
+    for _ in 0..9 {
+        k.ping().await;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    assert!(exists(zk.client[survivor], "/obs-kept").await, "kept alive through zkr's PING replies to the new leader");
+    k.write(OpCode::SetData, RequestBody::SetData { path: "/obs-kept".into(), data: Some("x".into()), version: -1 })
+        .await;
+    let new_leader = zk.leader_of(&[survivor, (0..3).find(|i| *i != leader && *i != survivor).unwrap()]).await;
+    assert_eq!(
+        served_tree(port).await,
+        served_tree(zk.client[new_leader]).await,
+        "the same tree after the leader change"
+    );
+    let mntr = four_letter(port, "mntr").await;
+    assert!(mntr.contains("zk_digest_mismatches_count\t0\n"), "ZooKeeper's digest agreed after every txn: {mntr}");
+    assert!(mntr.contains("zk_server_state\tobserver\n"), "{mntr}");
+    server.shutdown().await;
+}
+
+async fn until_async<F: Fn() -> Fut, Fut: std::future::Future<Output = bool>>(what: &str, secs: u64, f: F) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !f().await {
+        assert!(Instant::now() < deadline, "timed out after {secs} s waiting for: {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }

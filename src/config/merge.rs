@@ -103,6 +103,15 @@ impl Config {
         if let Some(v) = k.strict_bool("zkr.acceptDataLoss")? {
             self.accept_data_loss = v;
         }
+        self.zab_observer = match k.get("zkr.ensembleProtocol") {
+            None | Some("raft") => false,
+            Some("zab") => true,
+            Some(v) => {
+                return Err(
+                    k.bad("zkr.ensembleProtocol", format!("zkr.ensembleProtocol must be raft or zab, found {v:?}"))
+                )
+            }
+        };
         // Boolean.parseBoolean(System.getProperty("zookeeper.enforceQuota")).
         if let Some(v) = k.java_bool("enforceQuota") {
             self.enforce_quota = v;
@@ -291,6 +300,9 @@ impl Config {
         let dyn_keys = dynamic.as_ref().map(|(p, d)| (p.as_path(), (d.name.as_str(), &d.keys)));
         self.ensemble =
             crate::raft::members::resolve(file_keys, dyn_keys, args.id, args.peers.as_deref(), &self.data_dir)?;
+        if let Some(f) = file {
+            self.check_zab_observer(f)?;
+        }
         if let (Some(_), Some(f)) = (&self.ensemble, file) {
             refuse_quorum_sasl(f)?;
             self.quorum_tls = quorum_tls_from_file(&f.name, &f.keys)?;
@@ -313,6 +325,57 @@ impl Config {
                     self.bind = ip;
                 }
             }
+        }
+        Ok(())
+    }
+}
+
+impl Config {
+    /// `zkr.ensembleProtocol=zab` makes this server an observer of the ZooKeeper ensemble its
+    /// `server.N` lines name: its own line must say `:observer` (and `peerType`, if given,
+    /// agree), and its myid must be above every voter's, since a ZooKeeper voter drops an
+    /// election connection from a lower id and dials it back (`QuorumCnxManager`), which an
+    /// observer has no listener for.
+    fn check_zab_observer(&self, f: &ZooCfg) -> Result<(), ConfigError> {
+        let k = Keys { name: &f.name, keys: &f.keys };
+        let peer_type = k.get("peerType");
+        if let Some(v) = peer_type.filter(|v| !matches!(*v, "observer" | "participant")) {
+            return Err(k.bad("peerType", format!("peerType must be observer or participant, found {v:?}")));
+        }
+        if !self.zab_observer {
+            if peer_type == Some("observer") && self.ensemble.as_ref().and_then(|e| e.me()).is_some_and(|m| !m.observer)
+            {
+                return Err(k.bad(
+                    "peerType",
+                    "peerType=observer, but this server's server.N line does not end in :observer".into(),
+                ));
+            }
+            return Ok(());
+        }
+        let key = "zkr.ensembleProtocol";
+        let Some(ens) = &self.ensemble else {
+            return Err(k.bad(
+                key,
+                "zkr.ensembleProtocol=zab needs the ZooKeeper ensemble's server.N lines and this server's myid".into(),
+            ));
+        };
+        let Some(me) = ens.me() else {
+            return Err(k.bad(
+                key,
+                format!("zkr.ensembleProtocol=zab: server.{} (this server's myid) has no server.N line", ens.my_id),
+            ));
+        };
+        if !me.observer || peer_type == Some("participant") {
+            return Err(k.bad(
+                key,
+                format!("zkr.ensembleProtocol=zab: zkr joins a ZooKeeper ensemble as an observer only; end this server's line with :observer (server.{}=host:quorumPort:electionPort:observer) and set peerType=observer", ens.my_id),
+            ));
+        }
+        if let Some(v) = ens.voters().find(|v| *v > ens.my_id) {
+            return Err(k.bad(
+                key,
+                format!("zkr.ensembleProtocol=zab: this observer's myid {} must be above every ZooKeeper voter's (server.{v} is not)", ens.my_id),
+            ));
         }
         Ok(())
     }
@@ -364,6 +427,8 @@ pub(super) const USED: &[&str] = &[
     "readonlymode.enabled",
     "zkr.keepClientsOnLeaderLoss",
     "zkr.acceptDataLoss",
+    "zkr.ensembleProtocol",
+    "peerType",
     "initLimit",
     "syncLimit",
     "standaloneEnabled",

@@ -250,6 +250,9 @@ pub struct Config {
     /// A member that lost acknowledged entries votes at once (`zkr.acceptDataLoss`; see
     /// `raft::amnesia`).
     pub accept_data_loss: bool,
+    /// `zkr.ensembleProtocol=zab`: the ensemble is a ZooKeeper one, which this server observes
+    /// (`crate::zab`); otherwise zkr's own members replicate with Raft.
+    pub zab_observer: bool,
     /// On an error after which this member must not go on (its tree diverged from the leader's,
     /// an entry of newer prep rules), stop the process (exit 70) for a supervisor to restart
     /// it; tests in one process turn this off, and the member only stops serving.
@@ -300,6 +303,7 @@ impl Default for Config {
             quorum_tls: None,
             read_only_enabled: false,
             keep_clients_on_leader_loss: false,
+            zab_observer: false,
             accept_data_loss: false,
             exit_on_fatal: true,
             failpoints: Failpoints::default(),

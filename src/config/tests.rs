@@ -278,3 +278,28 @@ fn protocols_and_cipher_suites() {
     let e = with_file("secureClientPort=1\nssl.keyStore.location=/k/a.jks\n", args).unwrap_err().to_string();
     assert!(e.contains("--tls-key goes with a PEM certificate"), "{e}");
 }
+
+#[test]
+fn zab_observer_needs_an_observer_line_above_every_voter() {
+    let servers = "server.1=127.0.0.1:2888:3888\nserver.2=127.0.0.2:2888:3888\nserver.3=127.0.0.3:2888:3888\n";
+    let id = |n| ServeArgs { id: Some(n), ..ServeArgs::default() };
+    let ok = format!("{servers}server.9=127.0.0.9:2888:3888:observer\npeerType=observer\nzkr.ensembleProtocol=zab\n");
+    let c = with_file(&ok, id(9)).unwrap();
+    assert!(c.zab_observer && c.server_id == 9);
+    assert!(!with_file(&format!("{servers}server.9=127.0.0.9:2888:3888:observer\n"), id(9)).unwrap().zab_observer);
+
+    let reason = |text: &str, n| match with_file(text, id(n)) {
+        Err(ConfigError::Line { line, reason, .. }) => (line, reason),
+        other => panic!("expected a line error, got {:?}", other.map(|c| c.zab_observer)),
+    };
+    let (line, why) = reason(&format!("{servers}server.9=127.0.0.9:2888:3888\nzkr.ensembleProtocol=zab\n"), 9);
+    assert_eq!(line, 5);
+    assert!(why.contains(":observer"), "{why}");
+    let ten = "server.10=127.0.0.10:2888:3888\nserver.9=127.0.0.9:2888:3888:observer\nzkr.ensembleProtocol=zab\n";
+    let (_, why) = reason(&format!("{servers}{ten}"), 9);
+    assert!(why.contains("above every ZooKeeper voter"), "{why}");
+    let (_, why) = reason(&format!("{servers}zkr.ensembleProtocol=paxos\n"), 1);
+    assert!(why.contains("raft or zab"), "{why}");
+    let (_, why) = reason(&format!("{servers}server.9=127.0.0.9:2888:3888\npeerType=observer\n"), 9);
+    assert!(why.contains("peerType=observer"), "{why}");
+}

@@ -63,6 +63,8 @@ pub struct Server {
     metrics_addr: Option<SocketAddr>,
     /// The Raft side of an ensemble member.
     member: Option<Member>,
+    /// The follower of a ZooKeeper ensemble this server observes.
+    observer: Option<Observer>,
     _lock: std::fs::File,
 }
 
@@ -86,6 +88,13 @@ struct Started {
     /// A member's client address as reconfigs change it (see `listen`).
     client_follow: Option<tokio::sync::watch::Receiver<Option<String>>>,
     lock: std::fs::File,
+    observer: Option<Observer>,
+}
+
+/// An observer of a ZooKeeper ensemble: its follower threads and what the views read.
+struct Observer {
+    following: crate::zab::follow::Following,
+    status: Arc<crate::zab::follow::Status>,
 }
 
 /// Decrements the per-IP and total counts when a connection ends.
@@ -146,9 +155,10 @@ impl Server {
         let shutdown = CancellationToken::new();
         let st = match &cfg.ensemble {
             None => start_standalone(&cfg, &stats)?,
+            Some(ens) if cfg.zab_observer => start_observer(&cfg, ens, &stats)?,
             Some(ens) => start_member(&cfg, ens, &stats, &shutdown).await?,
         };
-        let Started { core_tx, core, log, durable, views, member, client_follow, lock } = st;
+        let Started { core_tx, core, log, durable, views, member, client_follow, lock, observer } = st;
 
         let tick = Duration::from_millis((cfg.tick_time_ms as u64 / 2).clamp(10, 100));
         let (ticker_tx, ticker_stop) = (core_tx.clone(), shutdown.clone());
@@ -168,6 +178,7 @@ impl Server {
             core: core_tx.downgrade(),
             stats: stats.clone(),
             member: member_view,
+            observer: observer.as_ref().map(|o| o.status.clone()),
         });
         let admin_addr = if cfg.admin_enabled {
             // The Dubbo view reads the registry as a client of this server's own port.
@@ -225,6 +236,7 @@ impl Server {
             admin_addr,
             metrics_addr,
             member,
+            observer,
             _lock: lock,
         })
     }
@@ -264,6 +276,9 @@ impl Server {
     /// snapshot, and waits for the log to be flushed.
     pub async fn shutdown(mut self) {
         self.shutdown.cancel();
+        if let Some(o) = self.observer.take() {
+            o.following.stop();
+        }
         if let Some(m) = self.member.take() {
             let _ = m.raft.shutdown().await;
             let _ = m.peers.await;
@@ -423,6 +438,7 @@ fn start_standalone(cfg: &Arc<Config>, stats: &Arc<stats::ServerStats>) -> Resul
         member: None,
         client_follow: None,
         lock: recovered.lock,
+        observer: None,
     })
 }
 
@@ -587,5 +603,79 @@ async fn start_member(
         member: Some(member),
         client_follow: Some(client_addr),
         lock,
+        observer: None,
+    })
+}
+
+/// An observer of a ZooKeeper ensemble (`zkr.ensembleProtocol=zab`): the core over ZooKeeper's
+/// genesis tree, and the follower that syncs it from the leader and keeps it in step.
+fn start_observer(
+    cfg: &Arc<Config>,
+    ens: &crate::raft::members::Ensemble,
+    stats: &Arc<stats::ServerStats>,
+) -> Result<Started, StartError> {
+    use crate::zab::follow::{self, Follow, Status, VoterAddr};
+    let me = ens.me().ok_or_else(|| StartError::Ensemble(format!("server.{} is not in the ensemble", ens.my_id)))?;
+    std::fs::create_dir_all(&cfg.data_dir).map_err(|e| crate::storage::StorageError::io(&cfg.data_dir, e))?;
+    let lock = crate::storage::lock(&cfg.data_dir)?;
+    let secret = crate::storage::secret(&cfg.data_dir)?;
+    // ZooKeeper's own genesis tree: a DIFF from zxid 0 applies to exactly this.
+    let tree = crate::tree::DataTree::new();
+    let zxid = tree.last_zxid();
+    let voters = ens
+        .members
+        .iter()
+        .filter(|(_, s)| !s.observer)
+        .map(|(id, s)| VoterAddr {
+            sid: *id as i64,
+            quorum: s.peer_addr(),
+            election: crate::raft::members::join_host_port(&s.host, s.election_port),
+        })
+        .collect();
+    let f = Follow {
+        sid: ens.my_id as i64,
+        my_election: crate::raft::members::join_host_port(&me.host, me.election_port),
+        voters,
+        tick: Duration::from_millis(cfg.tick_time_ms as u64),
+        init_limit: ens.init_limit,
+        sync_limit: ens.sync_limit,
+        // jute.maxbuffer plus ZooKeeper's extra size of the same amount.
+        max_buffer: cfg.max_frame.saturating_mul(2),
+        last_zxid: zxid,
+    };
+    let (core_tx, core_rx) = mpsc::channel(CORE_QUEUE);
+    let weak = core_tx.downgrade();
+    let following =
+        follow::spawn(f, move |up| weak.upgrade().is_some_and(|tx| tx.blocking_send(CoreMsg::Zab(up)).is_ok()))
+            .map_err(StartError::Thread)?;
+    let status = Arc::new(Status::default());
+    let observing =
+        core::observing::Observing::new(following.outbox.clone(), following.touched.clone(), status.clone(), &tree);
+    let durable = Arc::new(std::sync::atomic::AtomicI64::new(zxid));
+    let views = Arc::new(view::Views::new(zxid));
+    let core = Core::new(
+        cfg.clone(),
+        tree,
+        secret,
+        Log::Observer(Box::new(observing)),
+        durable.clone(),
+        stats.clone(),
+        views.clone(),
+    );
+    let core = std::thread::Builder::new()
+        .name("zkr-core".into())
+        .spawn(move || core.run(core_rx))
+        .map_err(StartError::Thread)?;
+    tracing::info!(id = ens.my_id, voters = ens.voters().count(), "observing a ZooKeeper ensemble");
+    Ok(Started {
+        core_tx,
+        core,
+        log: None,
+        durable,
+        views,
+        member: None,
+        client_follow: None,
+        lock,
+        observer: Some(Observer { following, status }),
     })
 }

@@ -87,6 +87,8 @@ pub struct Ops {
     pub stats: Arc<ServerStats>,
     /// An ensemble member's Raft side; `None` standalone.
     pub member: Option<MemberView>,
+    /// An observer of a ZooKeeper ensemble: whether it is synced with the leader.
+    pub observer: Option<Arc<crate::zab::follow::Status>>,
 }
 
 /// What the operator views read of an ensemble member.
@@ -118,6 +120,10 @@ impl Ops {
 
     /// `srvr`'s Mode: standalone, leader, follower, observer (or looking: not serving).
     pub fn mode(&self) -> &'static str {
+        if let Some(o) = &self.observer {
+            // A ZooKeeper observer that is not synced is not serving, like a LOOKING peer.
+            return if o.is_synced() { "observer" } else { "looking" };
+        }
         match &self.member {
             None => "standalone",
             // Cut off from the quorum with read-only mode on: ReadOnlyZooKeeperServer's state.
@@ -291,6 +297,7 @@ impl Ops {
                     "uptime" => Value::Int(self.uptime_ms() as i64),
                     "bytes_received_count" => Value::Int(s.bytes_received.load(Ordering::Relaxed) as i64),
                     "connection_drop_probability" => Value::Float(0.0),
+                    "digest_mismatches_count" => Value::Int(core.digest_mismatches as i64),
                     "last_client_response_size" | "max_client_response_size" | "min_client_response_size" => {
                         Value::Int(-1)
                     }

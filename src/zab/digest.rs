@@ -4,8 +4,9 @@
 //! It is not zkr's own digest (`DataTree::digest`): ZooKeeper hashes each node with one CRC32
 //! and leaves `/zookeeper/…` out, and the two must not be mixed.
 
+use crate::import::{TxnDigest, ZkTxn};
 use crate::tree::{DataTree, NodeStat, OpOutcome};
-use crate::txn::Txn;
+use crate::txn::{Txn, Zxid};
 
 /// The digest format ZooKeeper 3.6–3.9 send (`DigestCalculator.DIGEST_VERSION`).
 pub const VERSION: i32 = 2;
@@ -64,6 +65,66 @@ impl ZkDigest {
         let out = tree.apply(txn, changes);
         let after = Self::of_paths(tree, &paths);
         self.0 = self.0.wrapping_sub(before).wrapping_add(after);
+        out
+    }
+}
+
+/// A tree that follows a ZooKeeper leader keeps this beside it: the digest, and how each txn's
+/// `TxnDigest` compared.
+#[derive(Debug, Clone, Copy)]
+pub struct Checked {
+    digest: ZkDigest,
+    /// Txns that carried a digest of this format and were checked.
+    pub checked: u64,
+    /// Txns whose digest disagreed with this tree's after applying them (each logged).
+    pub mismatches: u64,
+}
+
+impl Checked {
+    pub fn of(tree: &DataTree) -> Checked {
+        Checked { digest: ZkDigest::of(tree), checked: 0, mismatches: 0 }
+    }
+
+    /// The tree was replaced (a SNAP): the digest starts over from it; the counts go on.
+    pub fn reset(&mut self, tree: &DataTree) {
+        self.digest = ZkDigest::of(tree);
+    }
+
+    pub fn value(&self) -> i64 {
+        self.digest.value()
+    }
+
+    /// Applies a txn from the leader, moving the digest by what it changed.
+    pub fn apply(&mut self, tree: &mut DataTree, txn: &Txn, changes: &mut Vec<crate::tree::Change>) -> OpOutcome {
+        self.digest.apply(tree, txn, changes)
+    }
+
+    /// Compares the tree's digest after txn `zxid` with the one the leader sent. A mismatch is
+    /// logged and counted, not fatal: ZooKeeper does the same (`DataTree.compareDigest`), and a
+    /// txn replayed over the fuzzy SNAP may differ.
+    pub fn check(&mut self, zxid: Zxid, sent: Option<TxnDigest>) {
+        let Some(d) = sent.filter(|d| d.version == VERSION) else { return };
+        self.checked += 1;
+        if d.tree != self.digest.value() {
+            self.mismatches += 1;
+            tracing::warn!(
+                zxid = format_args!("{zxid:#x}"),
+                leader = format_args!("{:#x}", d.tree),
+                ours = format_args!("{:#x}", self.digest.value()),
+                "the tree digest after this txn differs from the ZooKeeper leader's"
+            );
+        }
+    }
+
+    /// `apply`, then `check`.
+    pub fn apply_checked(
+        &mut self,
+        tree: &mut DataTree,
+        t: &ZkTxn,
+        changes: &mut Vec<crate::tree::Change>,
+    ) -> OpOutcome {
+        let out = self.apply(tree, &t.txn, changes);
+        self.check(t.txn.zxid, t.digest);
         out
     }
 }

@@ -6,10 +6,9 @@
 //! Blocking I/O on the caller's thread: a learner has exactly one socket, and the leader's SNAP
 //! is a jute stream whose end is known only by parsing it.
 
-use super::digest::{self, ZkDigest};
 use super::packet::{kind, learner_info, ping_sessions, QuorumPacket};
 use crate::import::{parse_txn, read_tree, ImportError, Jute, Stream, ZkTxn};
-use crate::tree::{Change, DataTree, OpOutcome};
+use crate::tree::DataTree;
 use crate::txn::{SessionId, Zxid};
 use bytes::Bytes;
 use std::collections::VecDeque;
@@ -69,11 +68,21 @@ pub enum SyncMode {
     Snap,
 }
 
-/// What one packet from the leader did once synced.
+/// What the sync brings, in the order it must be applied.
+#[derive(Debug)]
+pub enum Synced {
+    /// SNAP: the leader's whole tree, which replaces this observer's.
+    Snap(Box<DataTree>),
+    /// A committed txn of the DIFF, or one committed since the sync began.
+    Txn(Box<ZkTxn>),
+}
+
+/// What one packet from the leader brought once synced.
 #[derive(Debug)]
 pub enum Event {
-    /// A committed txn, applied: `cxid` matches it to a request this observer forwarded.
-    Applied { txn: Box<ZkTxn>, outcome: OpOutcome },
+    /// A committed txn, to apply in this order: `cxid` matches it to a request this observer
+    /// forwarded.
+    Txn(Box<ZkTxn>),
     /// The leader's ping, answered.
     Ping,
     /// The answer to a forwarded `sync` (FIFO with this observer's requests).
@@ -130,8 +139,15 @@ impl Sender {
     pub fn shutdown(&self) {
         let _ = self.sock.lock().shutdown(std::net::Shutdown::Both);
     }
+
+    /// Bounds each write, so a leader that stopped reading cannot hold the writer forever.
+    pub fn set_write_timeout(&self, t: Duration) -> Result<(), ZabError> {
+        self.sock.lock().set_write_timeout(Some(t)).map_err(ZabError::Write)
+    }
 }
 
+/// The learner holds no tree: what the leader sends is handed to whoever holds it (the core, or
+/// a test), in order, so a tree is never held twice.
 pub struct Learner {
     reader: Stream<BufReader<TcpStream>>,
     writer: Sender,
@@ -140,19 +156,15 @@ pub struct Learner {
     pub mode: SyncMode,
     /// NEWLEADER's data: the leader's view of the ensemble's configuration.
     pub config: String,
-    pub tree: DataTree,
-    pub digest: ZkDigest,
-    /// Txns whose `TxnDigest` disagreed with this tree's after applying them (logged each time).
-    pub digest_mismatches: u64,
-    /// Txns that carried a digest and were checked.
-    pub digests_checked: u64,
-    changes: Vec<Change>,
+    /// The last zxid handed on (the one this observer reported, then each txn's).
+    pub last_zxid: Zxid,
 }
 
 impl Learner {
     /// Connects, registers as an observer and syncs: returns once the leader said UPTODATE.
-    /// `tree` is what this observer holds (ZooKeeper's genesis tree, `DataTree::new()`, when new).
-    pub fn sync(opts: &Options, tree: DataTree) -> Result<Learner, ZabError> {
+    /// `last_zxid` is where the holder's tree stands (0 for ZooKeeper's genesis tree,
+    /// `DataTree::new()`); what the sync brings goes to `on`, in order.
+    pub fn sync(opts: &Options, last_zxid: Zxid, on: &mut dyn FnMut(Synced)) -> Result<Learner, ZabError> {
         let connect = |source| ZabError::Connect { addr: opts.leader, source };
         let sock = TcpStream::connect_timeout(&opts.leader, opts.init_timeout).map_err(connect)?;
         sock.set_nodelay(true).map_err(connect)?;
@@ -160,21 +172,9 @@ impl Learner {
         let writer = Sender { sock: std::sync::Arc::new(parking_lot::Mutex::new(sock.try_clone().map_err(connect)?)) };
         let label = PathBuf::from(format!("ZooKeeper leader {}", opts.leader));
         let reader = Stream::new(BufReader::with_capacity(1 << 16, sock), label, opts.max_buffer);
-        let digest = ZkDigest::of(&tree);
-        let mut l = Learner {
-            reader,
-            writer,
-            epoch: 0,
-            mode: SyncMode::Diff,
-            config: String::new(),
-            tree,
-            digest,
-            digest_mismatches: 0,
-            digests_checked: 0,
-            changes: Vec::new(),
-        };
+        let mut l = Learner { reader, writer, epoch: 0, mode: SyncMode::Diff, config: String::new(), last_zxid };
         l.register(opts)?;
-        l.sync_with_leader()?;
+        l.sync_with_leader(on)?;
         l.reader.get_mut().get_ref().set_read_timeout(Some(opts.sync_timeout)).map_err(ZabError::Write)?;
         Ok(l)
     }
@@ -209,16 +209,12 @@ impl Learner {
             std::cmp::Ordering::Less => return Err(ZabError::EpochBehind { leader: epoch, ours: opts.accepted_epoch }),
         };
         self.epoch = epoch;
-        let ack = QuorumPacket::new(
-            kind::ACKEPOCH,
-            self.tree.last_zxid(),
-            Some(Bytes::copy_from_slice(&reply.to_be_bytes())),
-        );
+        let ack = QuorumPacket::new(kind::ACKEPOCH, self.last_zxid, Some(Bytes::copy_from_slice(&reply.to_be_bytes())));
         self.send(&ack)
     }
 
     /// DIFF or SNAP, the txns after it, NEWLEADER (acked), UPTODATE (acked).
-    fn sync_with_leader(&mut self) -> Result<(), ZabError> {
+    fn sync_with_leader(&mut self, on: &mut dyn FnMut(Synced)) -> Result<(), ZabError> {
         let p = self.read()?;
         match p.kind {
             kind::DIFF => self.mode = SyncMode::Diff,
@@ -232,9 +228,9 @@ impl Learner {
                 tree.setup_quota();
                 // Sessions that came with ZooKeeper's tree re-attach with ZooKeeper's passwords.
                 tree.mark_sessions_imported();
-                self.digest = ZkDigest::of(&tree);
-                self.tree = tree;
+                self.last_zxid = p.zxid;
                 self.mode = SyncMode::Snap;
+                on(Synced::Snap(Box::new(tree)));
             }
             kind::TRUNC => return Err(ZabError::Truncate(p.zxid)),
             other => return Err(ZabError::Unexpected { got: kind::name(other), want: "DIFF, SNAP or TRUNC" }),
@@ -246,9 +242,7 @@ impl Learner {
             match p.kind {
                 kind::PROPOSAL => pending.push_back(self.parse(&p)?),
                 kind::COMMIT => match pending.pop_front() {
-                    Some(t) if t.txn.zxid == p.zxid => {
-                        self.apply(t);
-                    }
+                    Some(t) if t.txn.zxid == p.zxid => self.hand_on(t, on),
                     other => {
                         let pending = other.map_or("none".to_owned(), |t| format!("{:#x}", t.txn.zxid));
                         return Err(ZabError::CommitOrder { committed: p.zxid, pending });
@@ -256,11 +250,11 @@ impl Learner {
                 },
                 kind::INFORM => {
                     let t = self.parse(&p)?;
-                    self.apply(t);
+                    self.hand_on(t, on);
                 }
                 kind::INFORMANDACTIVATE | kind::COMMITANDACTIVATE => {
                     if let Some(t) = self.parse_activate(&p)? {
-                        self.apply(t);
+                        self.hand_on(t, on);
                     }
                 }
                 kind::NEWLEADER => {
@@ -292,45 +286,35 @@ impl Learner {
         Ok(Some(parse_txn(&data[8..], self.reader.label())?))
     }
 
-    /// Applies a committed txn and checks the leader's digest of the tree after it.
-    fn apply(&mut self, t: ZkTxn) -> (ZkTxn, OpOutcome) {
-        self.changes.clear();
-        let outcome = self.digest.apply(&mut self.tree, &t.txn, &mut self.changes);
-        if let Some(d) = t.digest.filter(|d| d.version == digest::VERSION) {
-            self.digests_checked += 1;
-            if d.tree != self.digest.value() {
-                self.digest_mismatches += 1;
-                tracing::warn!(
-                    zxid = format_args!("{:#x}", t.txn.zxid),
-                    leader = format_args!("{:#x}", d.tree),
-                    ours = format_args!("{:#x}", self.digest.value()),
-                    "the tree digest after this txn differs from the ZooKeeper leader's"
-                );
-            }
-        }
-        (t, outcome)
+    /// Hands a committed txn of the sync on. A txn the SNAP already holds (it is fuzzy: the
+    /// leader serialized its tree while txns went on) is handed on too, and applied again the
+    /// way ZooKeeper replays it (`DataTree.processTxn` ignores NodeExists and NoNode).
+    fn hand_on(&mut self, t: ZkTxn, on: &mut dyn FnMut(Synced)) {
+        self.last_zxid = self.last_zxid.max(t.txn.zxid);
+        on(Synced::Txn(Box::new(t)));
     }
 
-    /// Reads and handles the leader's next packet. `touched` are the sessions this observer's
-    /// clients used since the last ping: the leader keeps them alive only through PING replies.
-    pub fn step(&mut self, touched: &[(SessionId, i32)]) -> Result<Event, ZabError> {
+    /// Reads and handles the leader's next packet. On a PING, `touched` gives the sessions this
+    /// observer's clients used since the last one: the leader keeps them alive only through
+    /// PING replies.
+    pub fn step(&mut self, touched: &mut dyn FnMut() -> Vec<(SessionId, i32)>) -> Result<Event, ZabError> {
         let p = self.read()?;
         Ok(match p.kind {
             kind::INFORM => {
                 let t = self.parse(&p)?;
-                let (txn, outcome) = self.apply(t);
-                Event::Applied { txn: Box::new(txn), outcome }
+                self.last_zxid = self.last_zxid.max(t.txn.zxid);
+                Event::Txn(Box::new(t))
             }
             kind::INFORMANDACTIVATE => match self.parse_activate(&p)? {
                 Some(t) => {
-                    let (txn, outcome) = self.apply(t);
-                    Event::Applied { txn: Box::new(txn), outcome }
+                    self.last_zxid = self.last_zxid.max(t.txn.zxid);
+                    Event::Txn(Box::new(t))
                 }
                 None => Event::Ignored(p.kind),
             },
             kind::PING => {
                 // Learner.ping: echo type, zxid and authinfo, with the touched sessions as data.
-                let reply = QuorumPacket { data: Some(ping_sessions(touched)), ..p };
+                let reply = QuorumPacket { data: Some(ping_sessions(&touched())), ..p };
                 self.send(&reply)?;
                 Event::Ping
             }

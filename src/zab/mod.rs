@@ -1,12 +1,14 @@
 //! Speaking ZAB to a running Apache ZooKeeper ensemble, as a learner that observes it (issue 24:
 //! live migration). `packet` is the quorum port's framing, `election` finding the leader through
 //! the voters' election ports, `learner` one connection to the
-//! leader from registration through sync to following, `digest` ZooKeeper's own tree digest,
-//! which every txn the leader sends is checked against.
+//! leader from registration through sync to following, `follow` that loop for as long as the
+//! server runs (leader after leader), `digest` ZooKeeper's own tree digest, which every txn the
+//! leader sends is checked against.
 
 pub mod digest;
 pub mod election;
+pub mod follow;
 pub mod learner;
 pub mod packet;
 
-pub use learner::{Event, Learner, Options, Sender, SyncMode, ZabError};
+pub use learner::{Event, Learner, Options, Sender, SyncMode, Synced, ZabError};

@@ -10,11 +10,14 @@
 //! - `Replicated` (`replicated/`): the request is proposed to the Raft log and prepared and
 //!   applied when it comes back committed (`CoreMsg::Apply`); replies leave at the end of the
 //!   turn that applied it.
+//! - `Observer` (`observing.rs`): the request is forwarded to a ZooKeeper leader and answered
+//!   when its txn comes back (`CoreMsg::Zab`); the leader prepared it.
 //!
-//! Both apply txns with `Core::apply_txn` and answer writes with `writes::write_response`, so
+//! The first two apply txns with `Core::apply_txn` and answer writes with `writes::write_response`, so
 //! the two modes cannot answer the same request differently. This is the one place that
 //! chooses between them.
 
+use super::observing::Observing;
 use super::replicated::Replicated;
 use super::*;
 use crate::server::committer::{Batch, CommitQueue};
@@ -26,6 +29,9 @@ pub enum Log {
     Standalone(Standalone),
     /// An ensemble member: proposals to the Raft log, applied when committed.
     Replicated(Box<Replicated>),
+    /// An observer of a ZooKeeper ensemble: requests forwarded to its leader, txns applied as
+    /// the leader sends them (`observing.rs`).
+    Observer(Box<Observing>),
 }
 
 /// The standalone log's side in the core: the turn's framed records and snapshot scheduling.
@@ -67,20 +73,24 @@ impl Log {
     pub(super) fn replicated(&self) -> Option<&Replicated> {
         match self {
             Log::Replicated(r) => Some(r),
-            Log::Standalone(_) => None,
+            _ => None,
         }
     }
 
     pub(super) fn replicated_mut(&mut self) -> Option<&mut Replicated> {
         match self {
             Log::Replicated(r) => Some(r),
-            Log::Standalone(_) => None,
+            _ => None,
         }
     }
 
-    /// Clients are served: always standalone; a member while it has a leader.
+    /// Clients are served: always standalone; a member or an observer while it has a leader.
     pub(super) fn serving(&self) -> bool {
-        self.replicated().is_none_or(Replicated::serving)
+        match self {
+            Log::Standalone(_) => true,
+            Log::Replicated(r) => r.serving(),
+            Log::Observer(o) => o.serving(),
+        }
     }
 
     /// Requests wait in their connection's queue (a member waiting for a new leader).
@@ -90,14 +100,22 @@ impl Log {
 
     /// Requests may be in flight past the end of a turn, so later ones must queue behind them.
     pub(super) fn pipelines(&self) -> bool {
-        matches!(self, Log::Replicated(_))
+        !matches!(self, Log::Standalone(_))
     }
 
-    /// A session sent a request here: a member reports it to its leader.
+    /// A session sent a request here: a member or an observer reports it to its leader.
     pub(super) fn touched(&mut self, sid: SessionId) {
-        if let Log::Replicated(r) = self {
-            r.touched(sid);
+        match self {
+            Log::Standalone(_) => {}
+            Log::Replicated(r) => r.touched(sid),
+            Log::Observer(o) => o.touched(sid),
         }
+    }
+
+    /// Sessions get ZooKeeper's passwords (derived from the id): an observer's clients may move
+    /// to the ZooKeeper servers beside it.
+    pub(super) fn zookeeper_passwords(&self) -> bool {
+        matches!(self, Log::Observer(_))
     }
 
     /// The tree digest is kept and compared (members compare theirs; standalone has no one to).
@@ -133,6 +151,7 @@ impl Core {
         match self.log {
             Log::Standalone(_) => self.commit_now(conn, sid, s),
             Log::Replicated(_) => self.propose_submit(conn, sid, s),
+            Log::Observer(_) => self.forward_submit(conn, sid, s),
         }
     }
 
@@ -157,7 +176,9 @@ impl Core {
             }
             // Even a turn with nothing to send applied entries the read view must count as
             // delivered.
-            Log::Replicated(_) => deliver_all(&**self.views.views(), zxid, std::mem::take(&mut self.out)),
+            Log::Replicated(_) | Log::Observer(_) => {
+                deliver_all(&**self.views.views(), zxid, std::mem::take(&mut self.out))
+            }
         }
     }
 
@@ -167,6 +188,7 @@ impl Core {
         match self.log {
             Log::Standalone(_) => self.standalone_tick(),
             Log::Replicated(_) => self.ensemble_tick(),
+            Log::Observer(_) => self.observer_tick(),
         }
     }
 }

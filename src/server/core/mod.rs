@@ -9,6 +9,7 @@
 
 mod auth;
 mod log;
+pub mod observing;
 pub mod replicated;
 mod sessions;
 mod standalone;
@@ -70,6 +71,8 @@ pub enum CoreMsg {
     /// Ensemble: what the Raft side learned (role, leader, proposals that failed, sync points,
     /// sessions touched on other members, snapshots).
     Replication(replicated::ReplMsg),
+    /// Observer of a ZooKeeper ensemble: what its leader sent (`crate::zab::follow`).
+    Zab(crate::zab::follow::Up),
 }
 
 impl From<replicated::Up> for CoreMsg {
@@ -95,6 +98,9 @@ pub struct CoreStats {
     pub data_size: u64,
     /// An ensemble member's tree digest (`DataTree::digest`), comparable across members.
     pub digest: Option<u64>,
+    /// An observer of a ZooKeeper ensemble: txns after which ZooKeeper's digest of this tree
+    /// differed from the leader's (mntr's `digest_mismatches_count`, as ZooKeeper counts them).
+    pub digest_mismatches: u64,
 }
 
 /// What the operator views show about sessions and watches, taken in one core turn.
@@ -250,6 +256,7 @@ impl Core {
                 let _ = done.send(());
             }
             CoreMsg::Replication(m) => self.replication(m),
+            CoreMsg::Zab(up) => self.observed(up),
             CoreMsg::Stats(tx) => {
                 let _ = tx.send(CoreStats {
                     znodes: self.tree.node_count() + 1,
@@ -260,6 +267,7 @@ impl Core {
                     last_zxid: self.tree.last_zxid(),
                     data_size: self.tree.data_size(),
                     digest: self.log.keeps_digest().then(|| self.tree.digest()),
+                    digest_mismatches: self.observer_digests().map_or(0, |(_, m)| m),
                 });
             }
             CoreMsg::Inspect(tx) => {
@@ -316,7 +324,11 @@ impl Core {
     fn apply_txn(&mut self, txn: &Txn) -> OpOutcome {
         self.views.withdraw();
         self.changes.clear();
-        let outcome = self.tree.apply(txn, &mut self.changes);
+        let outcome = match &mut self.log {
+            // ZooKeeper's digest follows the tree, to be checked against the leader's.
+            Log::Observer(o) => o.digest.apply(&mut self.tree, txn, &mut self.changes),
+            _ => self.tree.apply(txn, &mut self.changes),
+        };
         self.fired.clear();
         self.watches.trigger(&self.changes, &mut self.fired);
         let fired = std::mem::take(&mut self.fired);
@@ -508,6 +520,49 @@ impl Core {
             RequestBody::Sasl { token } => self.sasl(conn, sid, xid, token.as_deref().unwrap_or(&[])),
         }
     }
+}
+
+/// Requests that wait behind proposals (an ensemble member's, an observer's forwards).
+impl Core {
+    /// One of the connection's proposals is answered: serve what queued behind it.
+    fn finish(&mut self, conn: ConnId) {
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.in_flight = c.in_flight.saturating_sub(1);
+        }
+        self.serve_queued(conn);
+    }
+
+    /// Serves what queued on a connection, up to the first request that must wait.
+    fn serve_queued(&mut self, conn: ConnId) {
+        let holding = self.log.holding_conns();
+        loop {
+            let Some(c) = self.conns.get_mut(&conn) else { return };
+            if holding && !c.read_only {
+                return;
+            }
+            let Some(front) = c.queue.front() else { return };
+            // Writes pipeline (they reach the log in order); a read waits for all of them.
+            if c.in_flight > 0 && !is_proposal(front) {
+                return;
+            }
+            let Some(req) = c.queue.pop_front() else { return };
+            self.serve(conn, req);
+        }
+    }
+}
+
+/// True for a request that becomes a proposal (the ones later reads must wait for).
+fn is_proposal(req: &Request) -> bool {
+    matches!(
+        req.body,
+        RequestBody::Create(_)
+            | RequestBody::Delete { .. }
+            | RequestBody::SetData { .. }
+            | RequestBody::SetAcl { .. }
+            | RequestBody::Reconfig { .. }
+    ) || req.op == OpCode::Multi
+        || req.op == OpCode::CloseSession
+        || req.op == OpCode::Sync
 }
 
 /// A session's identities, borrowed from the session table only, so that the tree and the watch

@@ -67,6 +67,20 @@ impl Core {
             || (zk_imported && given == crate::session::zookeeper_password(sid))
     }
 
+    /// The password a session's client is given: the replicated one of an ensemble's session,
+    /// ZooKeeper's for a session of (or imported from) a ZooKeeper ensemble, otherwise the one
+    /// derived from this server's secret.
+    fn session_password(&self, sid: SessionId) -> [u8; crate::proto::PASSWORD_LEN] {
+        let info = self.tree.sessions().get(&sid);
+        match info.and_then(|s| s.password) {
+            Some(p) => p,
+            None if self.log.zookeeper_passwords() || info.is_some_and(|s| s.zk_password) => {
+                crate::session::zookeeper_password(sid)
+            }
+            None => self.passwords.for_session(sid),
+        }
+    }
+
     /// Answers a re-attach with "session expired" (ZooKeeper's answer for an expired or unknown
     /// session and for a wrong password alike) and closes the connection.
     pub(super) fn refuse_reattach(&mut self, conn: ConnId, sid: SessionId) {
@@ -101,10 +115,7 @@ impl Core {
         if let Some(c) = self.conns.get_mut(&id) {
             c.session = Some(sid);
         }
-        let password = match self.tree.sessions().get(&sid).and_then(|s| s.password) {
-            Some(p) => p.to_vec(),
-            None => self.passwords.for_session(sid).to_vec(),
-        };
+        let password = self.session_password(sid).to_vec();
         let resp = ConnectResponse {
             protocol_version: 0,
             timeout_ms: timeout,

@@ -232,20 +232,6 @@ impl Replicated {
     }
 }
 
-/// True for a request that becomes a proposal (the ones later reads must wait for).
-fn is_proposal(req: &Request) -> bool {
-    matches!(
-        req.body,
-        RequestBody::Create(_)
-            | RequestBody::Delete { .. }
-            | RequestBody::SetData { .. }
-            | RequestBody::SetAcl { .. }
-            | RequestBody::Reconfig { .. }
-    ) || req.op == OpCode::Multi
-        || req.op == OpCode::CloseSession
-        || req.op == OpCode::Sync
-}
-
 impl Core {
     fn repl(&mut self) -> Option<&mut Replicated> {
         self.log.replicated_mut()
@@ -374,32 +360,6 @@ impl Core {
         }
         if let Some(r) = self.repl() {
             r.syncs.clear();
-        }
-    }
-
-    /// One of the connection's proposals is answered: serve what queued behind it.
-    fn finish(&mut self, conn: ConnId) {
-        if let Some(c) = self.conns.get_mut(&conn) {
-            c.in_flight = c.in_flight.saturating_sub(1);
-        }
-        self.serve_queued(conn);
-    }
-
-    /// Serves what queued on a connection, up to the first request that must wait.
-    fn serve_queued(&mut self, conn: ConnId) {
-        let holding = self.log.replicated().is_some_and(Replicated::holding_conns);
-        loop {
-            let Some(c) = self.conns.get_mut(&conn) else { return };
-            if holding && !c.read_only {
-                return;
-            }
-            let Some(front) = c.queue.front() else { return };
-            // Writes pipeline (they reach the log in order); a read waits for all of them.
-            if c.in_flight > 0 && !is_proposal(front) {
-                return;
-            }
-            let Some(req) = c.queue.pop_front() else { return };
-            self.serve(conn, req);
         }
     }
 }

@@ -1,0 +1,304 @@
+//! Following a ZooKeeper ensemble for as long as the server runs: find the leader through the
+//! voters' election ports, sync with it, hand every committed txn up in zxid order, and when the
+//! leader goes, do it again with the next one (ZooKeeper's `Observer.observeLeader` loop inside
+//! `QuorumPeer.run`).
+//!
+//! One thread reads the leader (`Learner::step`), one writes what the core forwards (`Outbox`),
+//! so a leader that stops reading never blocks the reader or the core. Nothing here holds a
+//! tree: the core does, and applies what `Up` carries.
+
+use super::election::{find_leader, Voter};
+use super::learner::{Event, Learner, Options, Sender, Synced, ZabError};
+use crate::import::ZkTxn;
+use crate::tree::DataTree;
+use crate::txn::{SessionId, Zxid};
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What the follower hands up to the core, in order.
+#[derive(Debug)]
+pub enum Up {
+    /// The leader's whole tree (SNAP): it replaces the core's.
+    Snap(Box<DataTree>),
+    /// A committed txn to apply.
+    Txn(Box<ZkTxn>),
+    /// UPTODATE: clients are served from here on; requests forwarded with `generation` reach
+    /// this leader.
+    Synced { generation: u64, leader: i64, epoch: i64 },
+    /// The answer to the oldest forwarded `sync` (FIFO).
+    Sync,
+    /// The leader's answer to a REVALIDATE.
+    Revalidated { session: SessionId, valid: bool },
+    /// The connection to the leader is gone: nothing forwarded will be answered.
+    Lost(String),
+}
+
+/// What the operator views read: whether this observer is synced, with which leader.
+#[derive(Debug, Default)]
+pub struct Status {
+    synced: AtomicBool,
+    leader: AtomicI64,
+    epoch: AtomicI64,
+}
+
+impl Status {
+    pub fn synced(&self, leader: i64, epoch: i64) {
+        self.leader.store(leader, Ordering::Release);
+        self.epoch.store(epoch, Ordering::Release);
+        self.synced.store(true, Ordering::Release);
+    }
+
+    pub fn lost(&self) {
+        self.synced.store(false, Ordering::Release);
+    }
+
+    pub fn is_synced(&self) -> bool {
+        self.synced.load(Ordering::Acquire)
+    }
+
+    /// The leader's `myid` and epoch of the last sync.
+    pub fn leader(&self) -> (i64, i64) {
+        (self.leader.load(Ordering::Acquire), self.epoch.load(Ordering::Acquire))
+    }
+}
+
+/// One ZooKeeper voter, as its `server.N` line names it.
+#[derive(Debug, Clone)]
+pub struct VoterAddr {
+    pub sid: i64,
+    /// `host:quorumPort`.
+    pub quorum: String,
+    /// `host:electionPort`.
+    pub election: String,
+}
+
+/// What the follower needs to know.
+#[derive(Debug, Clone)]
+pub struct Follow {
+    /// This observer's `myid`.
+    pub sid: i64,
+    /// This observer's own election address (`host:electionPort` of its `server.N` line),
+    /// sent in the election protocol's first message.
+    pub my_election: String,
+    pub voters: Vec<VoterAddr>,
+    pub tick: Duration,
+    pub init_limit: u32,
+    pub sync_limit: u32,
+    pub max_buffer: usize,
+    /// Where the core's tree stands at start.
+    pub last_zxid: Zxid,
+}
+
+/// A request forwarded to the leader.
+#[derive(Debug)]
+pub enum Out {
+    /// `Learner.request`: a client's request, or a session's create or close.
+    Request { session: SessionId, cxid: i32, opcode: i32, body: Vec<u8>, auth: Vec<(String, String)> },
+    /// `Learner.validateSession`.
+    Revalidate { session: SessionId, timeout_ms: i32 },
+}
+
+/// The core's way to the leader. Each message names the generation (the leader connection) it
+/// was meant for: one that finds another leader connected is dropped, since its waiter was
+/// failed when the old connection was lost.
+#[derive(Clone)]
+pub struct Outbox {
+    tx: SyncSender<(u64, Out)>,
+}
+
+/// How many forwarded requests may wait for the writer before the core's are refused.
+const OUTBOX: usize = 16 * 1024;
+
+impl Outbox {
+    /// False if the writer is gone or too far behind: the request's fate is then known (never
+    /// sent), and its connection is closed by the caller.
+    pub fn send(&self, generation: u64, out: Out) -> bool {
+        match self.tx.try_send((generation, out)) {
+            Ok(()) => true,
+            Err(TrySendError::Full(_)) => {
+                tracing::warn!("the requests forwarded to the ZooKeeper leader queue up: refusing more");
+                false
+            }
+            Err(TrySendError::Disconnected(_)) => false,
+        }
+    }
+}
+
+/// Sessions the core's clients used since the leader's last PING, with their timeouts.
+#[derive(Clone, Default)]
+pub struct Touched(Arc<Mutex<HashMap<SessionId, i32>>>);
+
+impl Touched {
+    pub fn touch(&self, sid: SessionId, timeout_ms: i32) {
+        self.0.lock().insert(sid, timeout_ms);
+    }
+
+    fn take(&self) -> Vec<(SessionId, i32)> {
+        self.0.lock().drain().collect()
+    }
+}
+
+/// The handles the server keeps.
+pub struct Following {
+    pub outbox: Outbox,
+    pub touched: Touched,
+    stop: Arc<AtomicBool>,
+    current: Arc<Mutex<Option<(u64, Sender)>>>,
+}
+
+impl Following {
+    /// Stops following: the reader's socket is closed and no new one is opened.
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some((_, s)) = self.current.lock().take() {
+            s.shutdown();
+        }
+    }
+}
+
+/// Starts the reader and writer threads. `up` hands a message to the core; false means the
+/// core is gone and the follower stops.
+pub fn spawn(f: Follow, up: impl FnMut(Up) -> bool + Send + 'static) -> std::io::Result<Following> {
+    let (tx, rx) = std::sync::mpsc::sync_channel(OUTBOX);
+    let stop = Arc::new(AtomicBool::new(false));
+    let current: Arc<Mutex<Option<(u64, Sender)>>> = Arc::new(Mutex::new(None));
+    let touched = Touched::default();
+    let w = current.clone();
+    std::thread::Builder::new().name("zkr-zab-writer".into()).spawn(move || write_loop(rx, w))?;
+    let (r, t, s) = (current.clone(), touched.clone(), stop.clone());
+    std::thread::Builder::new().name("zkr-zab-reader".into()).spawn(move || follow_loop(f, up, r, t, s))?;
+    Ok(Following { outbox: Outbox { tx }, touched, stop, current })
+}
+
+fn write_loop(rx: Receiver<(u64, Out)>, current: Arc<Mutex<Option<(u64, Sender)>>>) {
+    while let Ok((generation, out)) = rx.recv() {
+        let sender = match &*current.lock() {
+            Some((g, s)) if *g == generation => s.clone(),
+            _ => continue,
+        };
+        let sent = match out {
+            Out::Request { session, cxid, opcode, body, auth } => sender.forward(session, cxid, opcode, &body, auth),
+            Out::Revalidate { session, timeout_ms } => sender.revalidate(session, timeout_ms),
+        };
+        if let Err(e) = sent {
+            // The reader notices the closed socket and reports the loss.
+            tracing::warn!("forwarding to the ZooKeeper leader: {e}");
+            sender.shutdown();
+        }
+    }
+}
+
+fn resolve(addr: &str) -> Option<SocketAddr> {
+    addr.to_socket_addrs().ok()?.next()
+}
+
+fn follow_loop(
+    f: Follow,
+    mut up: impl FnMut(Up) -> bool,
+    current: Arc<Mutex<Option<(u64, Sender)>>>,
+    touched: Touched,
+    stop: Arc<AtomicBool>,
+) {
+    let mut last_zxid = f.last_zxid;
+    let (mut accepted_epoch, mut current_epoch) = (0i64, 0i64);
+    let mut generation = 0u64;
+    let init_timeout = f.tick * f.init_limit;
+    let sync_timeout = f.tick * f.sync_limit;
+    let retry = f.tick.clamp(Duration::from_millis(100), Duration::from_secs(1));
+    let mut last_error = String::new();
+    while !stop.load(Ordering::Acquire) {
+        let voters: Vec<Voter> = f
+            .voters
+            .iter()
+            .filter_map(|v| resolve(&v.election).map(|election| Voter { sid: v.sid, election }))
+            .collect();
+        let attempt = (|| -> Result<(Learner, i64), ZabError> {
+            let found = find_leader(f.sid, &f.my_election, &voters, init_timeout.min(Duration::from_secs(5)))?;
+            let quorum = f.voters.iter().find(|v| v.sid == found.leader).and_then(|v| resolve(&v.quorum));
+            let Some(leader) = quorum else {
+                return Err(ZabError::NoLeader { votes: format!("server.{} has no quorum address", found.leader) });
+            };
+            let opts = Options {
+                sid: f.sid,
+                leader,
+                accepted_epoch,
+                current_epoch,
+                init_timeout,
+                sync_timeout,
+                max_buffer: f.max_buffer,
+            };
+            let mut alive = true;
+            let mut on = |s: Synced| {
+                alive &= match s {
+                    Synced::Snap(t) => up(Up::Snap(t)),
+                    Synced::Txn(t) => up(Up::Txn(t)),
+                };
+            };
+            let l = Learner::sync(&opts, last_zxid, &mut on)?;
+            if !alive {
+                stop.store(true, Ordering::Release);
+            }
+            Ok((l, found.leader))
+        })();
+        let (mut l, leader) = match attempt {
+            Ok(v) => v,
+            Err(e) => {
+                let msg = e.to_string();
+                if msg != last_error {
+                    tracing::warn!("cannot follow the ZooKeeper ensemble yet: {msg}");
+                    last_error = msg;
+                }
+                std::thread::sleep(retry);
+                continue;
+            }
+        };
+        last_error.clear();
+        last_zxid = l.last_zxid;
+        accepted_epoch = l.epoch;
+        current_epoch = l.epoch;
+        generation += 1;
+        let sender = l.sender();
+        let _ = sender.set_write_timeout(sync_timeout);
+        *current.lock() = Some((generation, sender));
+        tracing::info!(
+            leader,
+            epoch = l.epoch,
+            mode = ?l.mode,
+            zxid = format_args!("{last_zxid:#x}"),
+            "synced with the ZooKeeper leader: observing"
+        );
+        if stop.load(Ordering::Acquire) || !up(Up::Synced { generation, leader, epoch: l.epoch }) {
+            break;
+        }
+        let why = loop {
+            let ev = l.step(&mut || touched.take());
+            let msg = match ev {
+                Ok(Event::Txn(t)) => Up::Txn(t),
+                Ok(Event::Sync) => Up::Sync,
+                Ok(Event::Revalidated { session, valid }) => Up::Revalidated { session, valid },
+                Ok(Event::Ping | Event::Ignored(_)) => continue,
+                Err(e) => break e.to_string(),
+            };
+            if !up(msg) {
+                stop.store(true, Ordering::Release);
+                break "the server is stopping".to_owned();
+            }
+        };
+        last_zxid = l.last_zxid;
+        if let Some((_, s)) = current.lock().take() {
+            s.shutdown();
+        }
+        if stop.load(Ordering::Acquire) {
+            break;
+        }
+        tracing::warn!(leader, "lost the ZooKeeper leader: {why}");
+        if !up(Up::Lost(why)) {
+            break;
+        }
+    }
+}

@@ -575,7 +575,8 @@ async fn zkr_serve_observes_a_zookeeper_ensemble_serves_its_tree_forwards_writes
 
     // `zkr serve` with ZooKeeper's own observer lines and zkr.ensembleProtocol=zab.
     let port = free_port();
-    let (server, _) = common::start_with(observer_config(&zk, port)).await;
+    let cfg = observer_config(&zk, port);
+    let (server, _) = common::start_with(cfg.clone()).await;
     until_async("srvr says Mode: observer", 60, || async move { srvr_mode(port).await.as_deref() == Some("observer") })
         .await;
     assert_eq!(
@@ -679,6 +680,20 @@ async fn zkr_serve_observes_a_zookeeper_ensemble_serves_its_tree_forwards_writes
     let mntr = four_letter(port, "mntr").await;
     assert!(mntr.contains("zk_digest_mismatches_count\t0\n"), "ZooKeeper's digest agreed after every txn: {mntr}");
     assert!(mntr.contains("zk_server_state\tobserver\n"), "{mntr}");
+
+    // The way back: with zkr stopped, ZooKeeper goes on as it was.
+    server.shutdown().await;
+    let mut w = Session::open(zk.client[survivor], 30_000).await;
+    w.write(OpCode::Create, RequestBody::Create(create("/without-zkr", b"", 0))).await;
+    assert!(exists(zk.client[new_leader], "/without-zkr").await);
+
+    // zkr restarted on the same data directory syncs again and serves the same tree.
+    let (server, _) = common::start_with(cfg).await;
+    until_async("srvr says Mode: observer after the restart", 30, || async move {
+        srvr_mode(port).await.as_deref() == Some("observer")
+    })
+    .await;
+    assert_eq!(served_tree(port).await, served_tree(zk.client[new_leader]).await, "the same tree after zkr's restart");
     server.shutdown().await;
 }
 

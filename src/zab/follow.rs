@@ -247,6 +247,20 @@ fn follow_loop(
         })();
         let (mut l, leader) = match attempt {
             Ok(v) => v,
+            Err(ZabError::Truncate(to)) => {
+                // The leader holds less than this observer applied (only a leader that lost
+                // committed txns could ask it). Nothing is kept on disk to roll back to: start
+                // over from ZooKeeper's genesis tree, which the next sync fills (SNAP or DIFF).
+                tracing::warn!(
+                    to = format_args!("{to:#x}"),
+                    "the ZooKeeper leader asks for a truncation: syncing again from nothing"
+                );
+                if !up(Up::Snap(Box::new(DataTree::new()))) {
+                    break;
+                }
+                last_zxid = 0;
+                continue;
+            }
             Err(e) => {
                 let msg = e.to_string();
                 if msg != last_error {

@@ -628,6 +628,14 @@ async fn zkr_serve_observes_a_zookeeper_ensemble_serves_its_tree_forwards_writes
     o.write(OpCode::SetData, RequestBody::SetData { path: "/obs".into(), data: Some("moved".into()), version: -1 })
         .await;
     assert_eq!(served_tree(port).await, served_tree(zk.client[leader]).await, "the same tree after both moves");
+    // A session closed on ZooKeeper is expired for zkr too (the leader says so on REVALIDATE),
+    // and so is a live one brought with the wrong password (checked on zkr).
+    let mut dead = Session::open(zk.client[follower], 30_000).await;
+    dead.write(OpCode::CloseSession, RequestBody::Empty).await;
+    assert!(dead.reattach(port, 30_000).await.is_none(), "a closed session re-attaching on zkr is expired");
+    let mut wrong = Session::open(zk.client[follower], 30_000).await;
+    wrong.password[0] ^= 1;
+    assert!(wrong.reattach(port, 30_000).await.is_none(), "a wrong password is refused");
 
     // A real client: kazoo on zkr beside kazoo on ZooKeeper (a registry, watches, errors, a
     // transaction, a session's close). It fails the test if kazoo is missing.

@@ -255,7 +255,7 @@ fn follow_loop(
                     to = format_args!("{to:#x}"),
                     "the ZooKeeper leader asks for a truncation: syncing again from nothing"
                 );
-                if !up(Up::Snap(Box::new(DataTree::new()))) {
+                if !up(Up::Snap(Box::default())) {
                     break;
                 }
                 last_zxid = 0;
@@ -314,5 +314,198 @@ fn follow_loop(
         if !up(Up::Lost(why)) {
             break;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! A scripted ZooKeeper (one voter's election port and its leader's quorum port, as
+    //! ZooKeeper's `Zab1_0Test.testNormalObserverRun` drives an observer) against the follower:
+    //! deterministic, no ZooKeeper needed.
+
+    use super::*;
+    use crate::import::Stream;
+    use crate::txn::TxnOp;
+    use crate::zab::election::LEADING;
+    use crate::zab::packet::{kind, QuorumPacket};
+    use std::io::{BufReader, Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    use std::sync::mpsc::{channel, Receiver};
+
+    /// `TxnHeader` then the record.
+    fn txn(session: i64, cxid: i32, zxid: i64, ty: i32, record: &[u8]) -> Bytes {
+        let mut b = Vec::new();
+        b.extend_from_slice(&session.to_be_bytes());
+        b.extend_from_slice(&cxid.to_be_bytes());
+        b.extend_from_slice(&zxid.to_be_bytes());
+        b.extend_from_slice(&1_700_000_000_000i64.to_be_bytes());
+        b.extend_from_slice(&ty.to_be_bytes());
+        b.extend_from_slice(record);
+        b.into()
+    }
+
+    /// `CreateTxn{path, data, acl (world:anyone ALL), ephemeral false, parentCVersion}`.
+    fn create_record(path: &str, parent_cversion: i32) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend_from_slice(&(path.len() as i32).to_be_bytes());
+        b.extend_from_slice(path.as_bytes());
+        b.extend_from_slice(&1i32.to_be_bytes());
+        b.push(b'x');
+        b.extend_from_slice(&1i32.to_be_bytes());
+        b.extend_from_slice(&31i32.to_be_bytes());
+        for s in ["world", "anyone"] {
+            b.extend_from_slice(&(s.len() as i32).to_be_bytes());
+            b.extend_from_slice(s.as_bytes());
+        }
+        b.push(0);
+        b.extend_from_slice(&parent_cversion.to_be_bytes());
+        b
+    }
+
+    use bytes::Bytes;
+
+    struct Leader {
+        out: TcpStream,
+        input: Stream<BufReader<TcpStream>>,
+    }
+
+    impl Leader {
+        fn accept(l: &TcpListener) -> Leader {
+            let (s, _) = l.accept().unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let input = Stream::new(BufReader::new(s.try_clone().unwrap()), "fake leader".into(), 1 << 20);
+            Leader { out: s, input }
+        }
+
+        fn send(&mut self, kind: i32, zxid: i64, data: Option<Bytes>) {
+            let mut b = Vec::new();
+            QuorumPacket::new(kind, zxid, data).encode(&mut b);
+            self.out.write_all(&b).unwrap();
+        }
+
+        fn read(&mut self) -> QuorumPacket {
+            QuorumPacket::read(&mut self.input).unwrap()
+        }
+
+        /// OBSERVERINFO → LEADERINFO(epoch) → ACKEPOCH: returns the observer's accepted epoch and
+        /// the zxid it reports.
+        fn register(&mut self, epoch: i64) -> (i64, i64) {
+            let info = self.read();
+            assert_eq!(info.kind, kind::OBSERVERINFO);
+            self.send(kind::LEADERINFO, epoch << 32, Some(Bytes::from_static(&[0, 1, 0, 0])));
+            let ack = self.read();
+            assert_eq!(ack.kind, kind::ACKEPOCH);
+            (info.zxid >> 32, ack.zxid)
+        }
+
+        /// NEWLEADER (acked) and UPTODATE (acked).
+        fn up_to_date(&mut self, epoch: i64) {
+            self.send(kind::NEWLEADER, epoch << 32, Some(Bytes::from_static(b"server.1=x")));
+            assert_eq!(self.read().kind, kind::ACK);
+            self.send(kind::UPTODATE, -1, None);
+            assert_eq!(self.read().kind, kind::ACK);
+        }
+    }
+
+    /// One voter's election port, answering every observer that asks: "I lead, epoch `epoch`".
+    fn voter(l: TcpListener, epoch: i64) {
+        std::thread::spawn(move || {
+            for s in l.incoming() {
+                let Ok(mut s) = s else { return };
+                let mut first = [0u8; 64];
+                let _ = s.read(&mut first);
+                let mut n = Vec::new();
+                n.extend_from_slice(&40i32.to_be_bytes());
+                n.extend_from_slice(&LEADING.to_be_bytes());
+                n.extend_from_slice(&1i64.to_be_bytes());
+                n.extend_from_slice(&(epoch << 32).to_be_bytes());
+                n.extend_from_slice(&1i64.to_be_bytes());
+                n.extend_from_slice(&epoch.to_be_bytes());
+                n.extend_from_slice(&0i32.to_be_bytes());
+                let _ = s.write_all(&n);
+            }
+        });
+    }
+
+    fn next(rx: &Receiver<Up>) -> Up {
+        rx.recv_timeout(Duration::from_secs(10)).expect("the follower hands something up")
+    }
+
+    #[test]
+    fn the_follower_syncs_forwards_pings_and_starts_over_after_a_truncation() {
+        let election = TcpListener::bind("127.0.0.1:0").unwrap();
+        let quorum = TcpListener::bind("127.0.0.1:0").unwrap();
+        let (e_addr, q_addr) = (election.local_addr().unwrap(), quorum.local_addr().unwrap());
+        voter(election, 1);
+        let f = Follow {
+            sid: 9,
+            my_election: "127.0.0.1:1".into(),
+            voters: vec![VoterAddr { sid: 1, quorum: q_addr.to_string(), election: e_addr.to_string() }],
+            tick: Duration::from_millis(100),
+            init_limit: 50,
+            sync_limit: 50,
+            max_buffer: 1 << 20,
+            last_zxid: 0,
+        };
+        let (tx, rx) = channel();
+        let following = spawn(f, move |up| tx.send(up).is_ok()).unwrap();
+
+        // A DIFF from the genesis tree: a session's create waits for its COMMIT.
+        let mut l = Leader::accept(&quorum);
+        assert_eq!(l.register(1), (0, 0), "a new observer: accepted epoch 0, zxid 0");
+        let sid = 9i64 << 56 | 1;
+        l.send(kind::DIFF, 0x1_0000_0001, None);
+        l.send(kind::PROPOSAL, 0x1_0000_0001, Some(txn(sid, 0, 0x1_0000_0001, -10, &3000i32.to_be_bytes())));
+        l.send(kind::COMMIT, 0x1_0000_0001, None);
+        l.up_to_date(1);
+        let Up::Txn(t) = next(&rx) else { panic!("the committed createSession first") };
+        assert_eq!((t.txn.session, t.cxid, t.txn.zxid), (sid, 0, 0x1_0000_0001));
+        assert!(matches!(t.txn.op, TxnOp::CreateSession { timeout_ms: 3000, .. }));
+        let Up::Synced { generation: 1, leader: 1, epoch: 1 } = next(&rx) else { panic!("then synced") };
+
+        // Following: an INFORM; a PING answered with the sessions the core touched.
+        l.send(kind::INFORM, 0x1_0000_0002, Some(txn(sid, 1, 0x1_0000_0002, 1, &create_record("/a", 1))));
+        let Up::Txn(t) = next(&rx) else { panic!("the INFORM") };
+        assert!(matches!(&t.txn.op, TxnOp::Create { path, .. } if path == "/a"));
+        following.touched.touch(sid, 3000);
+        l.send(kind::PING, 0x1_0000_0002, None);
+        let ping = l.read();
+        assert_eq!(ping.kind, kind::PING);
+        let mut want = sid.to_be_bytes().to_vec();
+        want.extend_from_slice(&3000i32.to_be_bytes());
+        assert_eq!(ping.data.as_deref(), Some(&want[..]), "the touched session rides on the PING reply");
+
+        // A forwarded request reaches the leader as REQUEST(session, cxid, type, body); one
+        // meant for an earlier connection does not.
+        assert!(following
+            .outbox
+            .send(0, Out::Request { session: sid, cxid: 7, opcode: 5, body: vec![1], auth: vec![] }));
+        assert!(following.outbox.send(1, Out::Revalidate { session: sid, timeout_ms: 3000 }));
+        let rv = l.read();
+        assert_eq!(rv.kind, kind::REVALIDATE, "the stale request was dropped, not sent");
+        assert!(following
+            .outbox
+            .send(1, Out::Request { session: sid, cxid: 7, opcode: 5, body: vec![1], auth: vec![] }));
+        let rq = l.read();
+        assert_eq!(rq.kind, kind::REQUEST);
+        assert_eq!(rq.data.as_deref().map(|d| d.len()), Some(17));
+        l.send(kind::SYNC, 0, None);
+        assert!(matches!(next(&rx), Up::Sync));
+
+        // The leader goes; the next one asks for a truncation below what the observer applied:
+        // it starts over from the genesis tree and syncs again from zxid 0.
+        drop(l);
+        assert!(matches!(next(&rx), Up::Lost(_)));
+        let mut l = Leader::accept(&quorum);
+        assert_eq!(l.register(2), (1, 0x1_0000_0002), "it reports epoch 1 and what it applied");
+        l.send(kind::TRUNC, 0x1_0000_0001, None);
+        let Up::Snap(t) = next(&rx) else { panic!("a genesis tree") };
+        assert_eq!(t.last_zxid(), 0);
+        let mut l = Leader::accept(&quorum);
+        assert_eq!(l.register(2).1, 0, "after the truncation it reports zxid 0");
+        l.send(kind::DIFF, 0, None);
+        l.up_to_date(2);
+        let Up::Synced { generation: 2, epoch: 2, .. } = next(&rx) else { panic!("synced with the second leader") };
+        following.stop();
     }
 }

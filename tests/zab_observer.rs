@@ -32,6 +32,38 @@ fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
 }
 
+/// How a ZooKeeper member is started.
+enum Launch {
+    /// Debian's ZooKeeper 3.8 (`zkServer.sh`).
+    Debian,
+    /// A ZooKeeper release's classpath (3.9 from Maven Central, `zookeeper_39_classpath`).
+    Classpath(String),
+}
+
+/// ZooKeeper 3.9.5 and what its server needs, resolved from Maven Central with
+/// `tests/interop/zab/zk39/pom.xml` (once; the classpath is kept in the target directory).
+fn zookeeper_39_classpath() -> String {
+    let pom = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/zab/zk39/pom.xml");
+    let file = Path::new(env!("CARGO_TARGET_TMPDIR")).join("zookeeper-3.9.5.classpath");
+    if !file.exists() {
+        let tmp = file.with_extension("tmp");
+        let out = Command::new("mvn")
+            .args(["-B", "-q", "-f"])
+            .arg(&pom)
+            .arg("dependency:build-classpath")
+            .arg(format!("-Dmdep.outputFile={}", tmp.display()))
+            .output()
+            .expect("mvn runs (apt-get install maven)");
+        assert!(
+            out.status.success(),
+            "Maven could not resolve ZooKeeper 3.9.5: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        std::fs::rename(&tmp, &file).unwrap();
+    }
+    std::fs::read_to_string(&file).unwrap().trim().to_owned()
+}
+
 /// Three ZooKeeper members on 127.0.0.1, killed on drop.
 struct Ensemble {
     dir: PathBuf,
@@ -47,7 +79,13 @@ struct Ensemble {
 
 impl Ensemble {
     fn start() -> Ensemble {
-        assert!(Path::new(ZKSERVER).exists(), "{ZKSERVER} is missing: apt-get install zookeeper zookeeper-bin");
+        Ensemble::start_with(&Launch::Debian)
+    }
+
+    fn start_with(launch: &Launch) -> Ensemble {
+        if let Launch::Debian = launch {
+            assert!(Path::new(ZKSERVER).exists(), "{ZKSERVER} is missing: apt-get install zookeeper zookeeper-bin");
+        }
         let dir = common::temp_dir();
         let client = [free_port(), free_port(), free_port()];
         let quorum = [free_port(), free_port(), free_port()];
@@ -72,9 +110,20 @@ impl Ensemble {
             );
             std::fs::write(d.join("zoo.cfg"), cfg).unwrap();
             let out = std::fs::File::create(d.join("zk.out")).unwrap();
-            let child = Command::new(ZKSERVER)
-                .arg("start-foreground")
-                .arg(d.join("zoo.cfg"))
+            let mut cmd = match launch {
+                Launch::Debian => {
+                    let mut c = Command::new(ZKSERVER);
+                    c.arg("start-foreground").arg(d.join("zoo.cfg"));
+                    c
+                }
+                Launch::Classpath(cp) => {
+                    let mut c = Command::new("java");
+                    c.args(["-Xmx256m", "-cp", cp, "org.apache.zookeeper.server.quorum.QuorumPeerMain"])
+                        .arg(d.join("zoo.cfg"));
+                    c
+                }
+            };
+            let child = cmd
                 .env("ZOOCFGDIR", &d)
                 .env("ZOO_LOG_DIR", &d)
                 .env("ZOOPIDFILE", d.join("zk.pid"))
@@ -565,8 +614,19 @@ async fn served_tree(port: u16) -> Vec<(String, Option<bytes::Bytes>, zkr::proto
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn zkr_serve_observes_a_zookeeper_ensemble_serves_its_tree_forwards_writes_and_follows_a_new_leader() {
-    let mut zk = Ensemble::start();
+async fn zkr_serve_observes_a_zookeeper_38_ensemble_serves_its_tree_forwards_writes_and_follows_a_new_leader() {
+    observe_a_live_ensemble(Launch::Debian).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zkr_serve_observes_a_zookeeper_39_ensemble_from_maven_central() {
+    observe_a_live_ensemble(Launch::Classpath(zookeeper_39_classpath())).await;
+}
+
+/// `zkr serve` as an observer of a live three-member ZooKeeper ensemble, from its sync through a
+/// leader kill to its own restart.
+async fn observe_a_live_ensemble(launch: Launch) {
+    let mut zk = Ensemble::start_with(&launch);
     let leader = zk.leader().await;
     let follower = (leader + 1) % 3;
     let mut c = Session::open(zk.client[follower], 30_000).await;

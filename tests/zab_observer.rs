@@ -755,6 +755,16 @@ async fn observe_a_live_ensemble(launch: Launch) {
     w.write(OpCode::Create, RequestBody::Create(create("/without-zkr", b"", 0))).await;
     assert!(exists(zk.client[new_leader], "/without-zkr").await);
 
+    // It kept what it observed: the epochs, as ZooKeeper's files, and a snapshot.
+    let epoch: i64 = std::fs::read_to_string(cfg.data_dir.join("zab/acceptedEpoch")).unwrap().trim().parse().unwrap();
+    assert!(epoch >= 2, "the new leader's epoch is kept: {epoch}");
+    assert_eq!(std::fs::read_to_string(cfg.data_dir.join("zab/currentEpoch")).unwrap().trim(), epoch.to_string());
+    let snapshots = walk(&cfg.data_dir)
+        .into_iter()
+        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("snapshot.")))
+        .count();
+    assert!(snapshots >= 1, "a snapshot of the observed tree");
+
     // zkr restarted on the same data directory syncs again and serves the same tree.
     let (server, _) = common::start_with(cfg).await;
     until_async("srvr says Mode: observer after the restart", 30, || async move {
@@ -771,4 +781,17 @@ async fn until_async<F: Fn() -> Fut, Fut: std::future::Future<Output = bool>>(wh
         assert!(Instant::now() < deadline, "timed out after {secs} s waiting for: {what}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
 }

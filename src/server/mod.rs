@@ -616,12 +616,12 @@ fn start_observer(
 ) -> Result<Started, StartError> {
     use crate::zab::follow::{self, Follow, Status, VoterAddr};
     let me = ens.me().ok_or_else(|| StartError::Ensemble(format!("server.{} is not in the ensemble", ens.my_id)))?;
-    std::fs::create_dir_all(&cfg.data_dir).map_err(|e| crate::storage::StorageError::io(&cfg.data_dir, e))?;
-    let lock = crate::storage::lock(&cfg.data_dir)?;
-    let secret = crate::storage::secret(&cfg.data_dir)?;
-    // ZooKeeper's own genesis tree: a DIFF from zxid 0 applies to exactly this.
-    let tree = crate::tree::DataTree::new();
+    // The last snapshot of what it observed (a restart then syncs with a DIFF from there), or
+    // ZooKeeper's own genesis tree, to which a DIFF from zxid 0 applies.
+    let recovered = crate::storage::recover(cfg)?;
+    let (tree, secret, lock) = (recovered.tree, recovered.secret, recovered.lock);
     let zxid = tree.last_zxid();
+    tracing::info!(zxid = format!("0x{zxid:x}"), znodes = tree.node_count(), "observer recovered its last snapshot");
     let voters = ens
         .members
         .iter()
@@ -642,6 +642,7 @@ fn start_observer(
         // jute.maxbuffer plus ZooKeeper's extra size of the same amount.
         max_buffer: cfg.max_frame.saturating_mul(2),
         last_zxid: zxid,
+        epochs_dir: Some(cfg.data_dir.join("zab")),
     };
     let (core_tx, core_rx) = mpsc::channel(CORE_QUEUE);
     let weak = core_tx.downgrade();

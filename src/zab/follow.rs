@@ -92,6 +92,40 @@ pub struct Follow {
     pub max_buffer: usize,
     /// Where the core's tree stands at start.
     pub last_zxid: Zxid,
+    /// Where the epochs are kept (`acceptedEpoch` and `currentEpoch`, ZooKeeper's file names);
+    /// `None`: in memory only.
+    pub epochs_dir: Option<std::path::PathBuf>,
+}
+
+/// ZooKeeper's `acceptedEpoch` and `currentEpoch` files: the number as text. A missing file is
+/// epoch 0 (a new observer); a file that does not parse is an error, as in ZooKeeper.
+pub fn read_epochs(dir: &std::path::Path) -> std::io::Result<(i64, i64)> {
+    let read = |name: &str| -> std::io::Result<i64> {
+        match std::fs::read_to_string(dir.join(name)) {
+            Ok(t) => t.trim().parse().map_err(|_| {
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("{}: not an epoch: {t:?}", dir.join(name).display()),
+                )
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
+            Err(e) => Err(e),
+        }
+    };
+    Ok((read("acceptedEpoch")?, read("currentEpoch")?))
+}
+
+/// Writes both epoch files, each through a synced temporary file renamed over the old one.
+fn write_epochs(dir: &std::path::Path, accepted: i64, current: i64) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    for (name, v) in [("acceptedEpoch", accepted), ("currentEpoch", current)] {
+        let tmp = dir.join(format!("{name}.tmp"));
+        let mut f = std::fs::File::create(&tmp)?;
+        std::io::Write::write_all(&mut f, format!("{v}\n").as_bytes())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, dir.join(name))?;
+    }
+    std::fs::File::open(dir)?.sync_all()
 }
 
 /// A request forwarded to the leader.
@@ -205,7 +239,14 @@ fn follow_loop(
     stop: Arc<AtomicBool>,
 ) {
     let mut last_zxid = f.last_zxid;
-    let (mut accepted_epoch, mut current_epoch) = (0i64, 0i64);
+    let (mut accepted_epoch, mut current_epoch) = match f.epochs_dir.as_deref().map(read_epochs) {
+        Some(Ok(e)) => e,
+        Some(Err(e)) => {
+            tracing::warn!("cannot read the epochs this observer accepted ({e}): starting from epoch 0");
+            (0, 0)
+        }
+        None => (0, 0),
+    };
     let mut generation = 0u64;
     let init_timeout = f.tick * f.init_limit;
     let sync_timeout = f.tick * f.sync_limit;
@@ -273,8 +314,13 @@ fn follow_loop(
         };
         last_error.clear();
         last_zxid = l.last_zxid;
-        accepted_epoch = l.epoch;
-        current_epoch = l.epoch;
+        if (accepted_epoch, current_epoch) != (l.epoch, l.epoch) {
+            accepted_epoch = l.epoch;
+            current_epoch = l.epoch;
+            if let Some(Err(e)) = f.epochs_dir.as_deref().map(|d| write_epochs(d, l.epoch, l.epoch)) {
+                tracing::warn!("cannot keep the epoch this observer accepted: {e}");
+            }
+        }
         generation += 1;
         let sender = l.sender();
         let _ = sender.set_write_timeout(sync_timeout);
@@ -446,6 +492,7 @@ mod tests {
             sync_limit: 50,
             max_buffer: 1 << 20,
             last_zxid: 0,
+            epochs_dir: None,
         };
         let (tx, rx) = channel();
         let following = spawn(f, move |up| tx.send(up).is_ok()).unwrap();

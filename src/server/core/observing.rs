@@ -64,6 +64,10 @@ pub struct Observing {
     next_report_ms: u64,
     /// ZooKeeper's tree digest, checked against the leader's after every txn.
     pub(super) digest: Checked,
+    /// Txns since the last snapshot (`snapCount`), and whether one is being written: the
+    /// observed state is kept as snapshots, so a restart syncs from the last one with a DIFF.
+    pub(super) since_snapshot: u64,
+    pub(super) snapshot_running: Arc<AtomicBool>,
 }
 
 impl Observing {
@@ -79,6 +83,8 @@ impl Observing {
             recent: HashSet::new(),
             next_report_ms: 0,
             digest: Checked::of(tree),
+            since_snapshot: 0,
+            snapshot_running: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -276,6 +282,8 @@ impl Core {
         let Log::Observer(o) = &mut self.log else { return };
         o.digest.reset(&self.tree);
         self.durable.store(self.tree.last_zxid(), Ordering::Release);
+        // As a ZooKeeper learner does after a SNAP: the new state is kept at once.
+        self.snapshot_in_background();
     }
 
     /// Applies a committed txn from the leader and answers the request it came from, if this
@@ -297,10 +305,18 @@ impl Core {
             None => None,
         });
         let outcome = self.apply_txn(&txn);
-        if let Log::Observer(o) = &mut self.log {
-            o.digest.check(txn.zxid, digest);
-        }
+        let snapshot_due = match &mut self.log {
+            Log::Observer(o) => {
+                o.digest.check(txn.zxid, digest);
+                o.since_snapshot += 1;
+                o.since_snapshot >= self.cfg.snap_count
+            }
+            _ => false,
+        };
         self.durable.store(self.tree.last_zxid(), Ordering::Release);
+        if snapshot_due {
+            self.snapshot_in_background();
+        }
         match &txn.op {
             TxnOp::CreateSession { timeout_ms, .. } => {
                 self.sessions.entry(sid).or_insert(Session { timeout_ms: *timeout_ms, conn: None, ids: Vec::new() });

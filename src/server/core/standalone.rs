@@ -108,14 +108,18 @@ impl Core {
     }
 
     /// Writes a snapshot of the current tree on a background thread, then purges old files.
-    /// (An ensemble's snapshots are openraft's to take.)
+    /// (An ensemble's snapshots are openraft's to take; an observer of ZooKeeper takes its own.)
     pub(super) fn snapshot_in_background(&mut self) {
-        let Log::Standalone(s) = &mut self.log else { return };
-        if s.snapshot_running.swap(true, Ordering::AcqRel) {
+        let (since, running) = match &mut self.log {
+            Log::Standalone(s) => (&mut s.since_snapshot, &s.snapshot_running),
+            Log::Observer(o) => (&mut o.since_snapshot, &o.snapshot_running),
+            Log::Replicated(_) => return,
+        };
+        if running.swap(true, Ordering::AcqRel) {
             return;
         }
-        s.since_snapshot = 0;
-        let running = s.snapshot_running.clone();
+        *since = 0;
+        let running = running.clone();
         let taken = std::time::Instant::now();
         let tree = self.tree.snapshot_view();
         let view_us = taken.elapsed().as_micros() as u64;
@@ -147,8 +151,12 @@ impl Core {
     /// At shutdown, once the log is on disk: a snapshot makes the next start a snapshot load
     /// with nothing to replay.
     pub(super) fn snapshot_at_shutdown(&mut self) {
-        let Log::Standalone(s) = &self.log else { return };
-        if s.since_snapshot == 0 {
+        let since = match &self.log {
+            Log::Standalone(s) => s.since_snapshot,
+            Log::Observer(o) => o.since_snapshot,
+            Log::Replicated(_) => return,
+        };
+        if since == 0 {
             return;
         }
         while self.durable.load(Ordering::Acquire) < self.tree.last_zxid() {

@@ -6,7 +6,7 @@
 #   interop 24000  ops 30100  dubboview 31000  dubbo 28000  clients 29000  tls 22000
 #   hostile 23000  import 26000  docker 27000  bench smoke 21050  bench side-by-side 21100
 #   bench-restart 25991  metrics 32000  config 32100  ensemble 20000-20899
-#   kazoo-ensemble 25000 (..25899)  quorum-tls 30600-30899
+#   kazoo-ensemble 25000 (..25899)  quorum-tls 30600-30899  zab 31400-31599
 
 # Debian's zkEnv.sh puts no SLF4J binding on ZooKeeper's class path, so a reference server that
 # fails to start says nothing. Given in SERVER_JVMFLAGS, which zkServer.sh places after its own

@@ -149,6 +149,12 @@ pub struct Outbox {
 const OUTBOX: usize = 16 * 1024;
 
 impl Outbox {
+    /// An outbox whose other end the caller reads (tests that play the writer).
+    pub fn pair(bound: usize) -> (Outbox, Receiver<(u64, Out)>) {
+        let (tx, rx) = std::sync::mpsc::sync_channel(bound);
+        (Outbox { tx }, rx)
+    }
+
     /// False if the writer is gone or too far behind: the request's fate is then known (never
     /// sent), and its connection is closed by the caller.
     pub fn send(&self, generation: u64, out: Out) -> bool {

@@ -20,6 +20,9 @@ use crate::zab::digest::Checked;
 use crate::zab::follow::{Out, Outbox, Status, Touched, Up};
 use std::collections::{HashSet, VecDeque};
 
+#[cfg(test)]
+mod tests;
+
 /// A forwarded request waiting for its txn.
 #[derive(Debug)]
 enum Waiting {

@@ -1,6 +1,6 @@
-//! The replies to writes: both logs (`standalone.rs`, `replicated/apply.rs`) answer a write
-//! from what applying its txn did, through `write_response`, so the two modes cannot answer the
-//! same request differently.
+//! The replies to writes: every log (`standalone.rs`, `replicated/apply.rs`, `observing.rs`)
+//! answers a write from what applying its txn did, through `write_response`, so the modes cannot
+//! answer the same request differently.
 
 use super::*;
 

@@ -286,7 +286,7 @@ impl Session {
     async fn call(&mut self, op: OpCode, body: RequestBody) -> Response {
         self.xid += 1;
         let (h, r) = self.raw.call(&req(self.xid, op, body)).await;
-        assert_eq!(h.err, 0, "{op:?} failed on ZooKeeper: {r:?}");
+        assert_eq!(h.err, 0, "{op:?} (xid {}) of session 0x{:x} failed with {}: {r:?}", self.xid, self.id, h.err);
         self.last_zxid = self.last_zxid.max(h.zxid);
         r
     }

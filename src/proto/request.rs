@@ -351,7 +351,9 @@ fn write_strings(v: &[String], b: &mut impl BufMut) {
     }
 }
 
-fn write_body(body: &RequestBody, op: OpCode, b: &mut impl BufMut) {
+/// A request's body as the client sent it, without its xid and op code (what a ZooKeeper
+/// learner forwards to its leader).
+pub fn write_body(body: &RequestBody, op: OpCode, b: &mut impl BufMut) {
     use RequestBody as B;
     match body {
         B::Create(c) => write_create(c, b),

@@ -401,6 +401,11 @@ async fn accept_loop(
     }
 }
 
+/// The core on its own thread, until every sender is gone.
+fn spawn_core(core: Core, rx: mpsc::Receiver<CoreMsg>) -> Result<std::thread::JoinHandle<()>, StartError> {
+    std::thread::Builder::new().name("zkr-core".into()).spawn(move || core.run(rx)).map_err(StartError::Thread)
+}
+
 /// A standalone server: the write-ahead log, its committer thread, the core.
 fn start_standalone(cfg: &Arc<Config>, stats: &Arc<stats::ServerStats>) -> Result<Started, StartError> {
     let started = std::time::Instant::now();
@@ -425,10 +430,7 @@ fn start_standalone(cfg: &Arc<Config>, stats: &Arc<stats::ServerStats>) -> Resul
     let (tree, secret) = (recovered.tree, recovered.secret);
     let core =
         Core::new(cfg.clone(), tree, secret, Log::standalone(log_tx), durable.clone(), stats.clone(), views.clone());
-    let core = std::thread::Builder::new()
-        .name("zkr-core".into())
-        .spawn(move || core.run(core_rx))
-        .map_err(StartError::Thread)?;
+    let core = spawn_core(core, core_rx)?;
     Ok(Started {
         core_tx,
         core,
@@ -514,10 +516,7 @@ async fn start_member(
         stats.clone(),
         views.clone(),
     );
-    let core = std::thread::Builder::new()
-        .name("zkr-core".into())
-        .spawn(move || core.run(core_rx))
-        .map_err(StartError::Thread)?;
+    let core = spawn_core(core, core_rx)?;
     let log_reader = log.clone();
     let due = state_machine::SnapshotDue::new(cfg.snap_count);
     let sm = state_machine::StateMachine::new(up.clone(), due.clone(), snap_dir, applied, membership);
@@ -663,10 +662,7 @@ fn start_observer(
         stats.clone(),
         views.clone(),
     );
-    let core = std::thread::Builder::new()
-        .name("zkr-core".into())
-        .spawn(move || core.run(core_rx))
-        .map_err(StartError::Thread)?;
+    let core = spawn_core(core, core_rx)?;
     tracing::info!(id = ens.my_id, voters = ens.voters().count(), "observing a ZooKeeper ensemble");
     Ok(Started {
         core_tx,

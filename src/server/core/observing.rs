@@ -106,11 +106,10 @@ impl Observing {
 }
 
 /// A request's jute body as the client sent it (its header left out).
-fn body_bytes(xid: i32, op: OpCode, body: &RequestBody) -> Vec<u8> {
-    let req = Request { xid, op, body: body.clone() };
+fn body_bytes(op: OpCode, body: &RequestBody) -> Vec<u8> {
     let mut out = Vec::with_capacity(64);
-    req.write(&mut out);
-    out.split_off(8)
+    crate::proto::request::write_body(body, op, &mut out);
+    out
 }
 
 impl Core {
@@ -123,8 +122,10 @@ impl Core {
 
     /// The observer's side of `Core::submit`: forwarded, and answered when its txn is applied.
     pub(super) fn forward_submit(&mut self, conn: ConnId, sid: SessionId, s: Submit) {
-        let ids = ids_of(&self.sessions, sid).to_vec();
-        let auth: Vec<(String, String)> = ids.iter().map(|i| (i.scheme.clone(), i.id.clone())).collect();
+        // The identities the leader's ACL checks use (a session's create and re-attach carry none).
+        let auth = |sessions: &HashMap<SessionId, Session>| -> Vec<(String, String)> {
+            ids_of(sessions, sid).iter().map(|i| (i.scheme.clone(), i.id.clone())).collect()
+        };
         let (key, waiting, out) = match s {
             Submit::Session { sid, timeout } => {
                 let Some(ids) = self.conns.get(&conn).map(|c| c.handle.connect_ids()) else { return };
@@ -141,8 +142,14 @@ impl Core {
             }
             Submit::Attach { sid, timeout, password } => return self.revalidate(conn, sid, timeout, &password),
             Submit::Write { xid, op, body } => {
-                let bytes = body_bytes(xid, op, &body);
-                let out = Out::Request { session: sid, cxid: xid, opcode: op as i32, body: bytes, auth };
+                let bytes = body_bytes(op, &body);
+                let out = Out::Request {
+                    session: sid,
+                    cxid: xid,
+                    opcode: op as i32,
+                    body: bytes,
+                    auth: auth(&self.sessions),
+                };
                 ((sid, xid), Waiting::Write { conn, xid, op, body }, out)
             }
             Submit::Close { xid } => {
@@ -151,13 +158,19 @@ impl Core {
                     cxid: xid,
                     opcode: OpCode::CloseSession as i32,
                     body: Vec::new(),
-                    auth,
+                    auth: auth(&self.sessions),
                 };
                 ((sid, xid), Waiting::Close { conn, xid }, out)
             }
             Submit::Sync { xid, path } => {
-                let body = body_bytes(xid, OpCode::Sync, &RequestBody::Path { path: path.clone() });
-                let out = Out::Request { session: sid, cxid: xid, opcode: OpCode::Sync as i32, body, auth };
+                let body = body_bytes(OpCode::Sync, &RequestBody::Path { path: path.clone() });
+                let out = Out::Request {
+                    session: sid,
+                    cxid: xid,
+                    opcode: OpCode::Sync as i32,
+                    body,
+                    auth: auth(&self.sessions),
+                };
                 let Some(o) = self.observer() else { return };
                 if !o.forward(out) {
                     return self.close_unanswered(conn);
@@ -275,13 +288,7 @@ impl Core {
         }
         self.views.withdraw();
         self.tree = tree;
-        self.sessions = self
-            .tree
-            .sessions()
-            .iter()
-            .map(|(id, i)| (*id, Session { timeout_ms: i.timeout_ms, conn: None, ids: Vec::new() }))
-            .collect();
-        self.expiry = ExpiryQueue::new(self.cfg.tick_time_ms as u64);
+        self.sessions_from_tree();
         let Log::Observer(o) = &mut self.log else { return };
         o.digest.reset(&self.tree);
         self.durable.store(self.tree.last_zxid(), Ordering::Release);
@@ -324,15 +331,7 @@ impl Core {
             TxnOp::CreateSession { timeout_ms, .. } => {
                 self.sessions.entry(sid).or_insert(Session { timeout_ms: *timeout_ms, conn: None, ids: Vec::new() });
                 if let Some(Waiting::Session { conn, timeout, ids }) = waiting {
-                    if self.conns.contains_key(&conn) {
-                        if let Some(s) = self.sessions.get_mut(&sid) {
-                            s.conn = Some(conn);
-                            s.ids = ids;
-                        }
-                        tracing::debug!(session = format!("0x{sid:x}"), timeout, "session created");
-                        self.attached(conn, sid, timeout);
-                        self.finish(conn);
-                    }
+                    self.session_created(conn, sid, timeout, ids);
                 }
             }
             TxnOp::CloseSession => {
@@ -388,12 +387,8 @@ impl Core {
         o.next_report_ms = now + interval;
         let mut sids = std::mem::take(&mut o.recent);
         // Pings a connection answered itself count as much as requests.
-        for (sid, s) in &self.sessions {
-            let heard = s.conn.and_then(|c| self.conns.get(&c)).map(|c| c.handle.last_heard.load(Ordering::Acquire));
-            if heard.is_some_and(|h| h != 0 && h >= since) {
-                sids.insert(*sid);
-            }
-        }
+        sids.extend(self.heard_since(since));
+        let Log::Observer(o) = &self.log else { return };
         for sid in sids {
             if let Some(s) = self.sessions.get(&sid) {
                 o.touched.touch(sid, s.timeout_ms);

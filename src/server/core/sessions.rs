@@ -126,6 +126,42 @@ impl Core {
         self.send(id, Outbound::Connected(resp));
     }
 
+    /// A new session's txn is applied: the connection that asked for it (if still here) gets
+    /// the session and its ConnectResponse, and what queued behind it is served.
+    pub(super) fn session_created(&mut self, conn: ConnId, sid: SessionId, timeout: i32, ids: Vec<Id>) {
+        if !self.conns.contains_key(&conn) {
+            return;
+        }
+        if let Some(s) = self.sessions.get_mut(&sid) {
+            s.conn = Some(conn);
+            s.ids = ids;
+        }
+        tracing::debug!(session = format!("0x{sid:x}"), timeout, "session created");
+        self.attached(conn, sid, timeout);
+        self.finish(conn);
+    }
+
+    /// The session table after the tree was replaced (a leader's snapshot): one entry per
+    /// session in it, none attached here.
+    pub(super) fn sessions_from_tree(&mut self) {
+        self.sessions = self
+            .tree
+            .sessions()
+            .iter()
+            .map(|(id, i)| (*id, Session { timeout_ms: i.timeout_ms, conn: None, ids: Vec::new() }))
+            .collect();
+        self.expiry = ExpiryQueue::new(self.cfg.tick_time_ms as u64);
+    }
+
+    /// Sessions whose connection here answered a ping itself at or after `since` (a learner
+    /// reports them to its leader as much as those that sent requests).
+    pub(super) fn heard_since(&self, since: u64) -> impl Iterator<Item = SessionId> + '_ {
+        self.sessions.iter().filter_map(move |(sid, s)| {
+            let heard = s.conn.and_then(|c| self.conns.get(&c)).map(|c| c.handle.last_heard.load(Ordering::Acquire));
+            heard.is_some_and(|h| h != 0 && h >= since).then_some(*sid)
+        })
+    }
+
     /// Moves each session whose connection answered pings itself to the expiry bucket those
     /// pings earned, so operator views (`dump`) show when it is really due.
     pub(super) fn catch_up_pings(&mut self) {

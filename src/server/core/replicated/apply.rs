@@ -140,15 +140,7 @@ impl Core {
                     self.expiry.touch(sid, self.now_ms(), timeout_ms as u64);
                 }
                 if let Some(Waiting::Session { conn, timeout, ids }) = waiting {
-                    if self.conns.contains_key(&conn) {
-                        if let Some(s) = self.sessions.get_mut(&sid) {
-                            s.conn = Some(conn);
-                            s.ids = ids;
-                        }
-                        tracing::debug!(session = format!("0x{sid:x}"), timeout, "session created");
-                        self.attached(conn, sid, timeout);
-                        self.finish(conn);
-                    }
+                    self.session_created(conn, sid, timeout, ids);
                 }
             }
             CommandOp::CloseSession => {

@@ -156,13 +156,7 @@ impl Core {
         if let Some(r) = self.repl() {
             r.checks.forget();
         }
-        self.sessions = self
-            .tree
-            .sessions()
-            .iter()
-            .map(|(id, i)| (*id, Session { timeout_ms: i.timeout_ms, conn: None, ids: Vec::new() }))
-            .collect();
-        self.expiry = ExpiryQueue::new(self.cfg.tick_time_ms as u64);
+        self.sessions_from_tree();
         let now = self.now_ms();
         for (sid, s) in &self.sessions {
             self.expiry.touch(*sid, now, s.timeout_ms as u64);
@@ -243,13 +237,8 @@ impl Core {
                 r.next_report_ms = now + interval;
                 let mut sids: HashSet<SessionId> = std::mem::take(&mut r.touched);
                 // Pings a connection answered itself count as much as requests.
-                for (sid, s) in &self.sessions {
-                    let heard =
-                        s.conn.and_then(|c| self.conns.get(&c)).map(|c| c.handle.last_heard.load(Ordering::Acquire));
-                    if heard.is_some_and(|h| h != 0 && h >= since) {
-                        sids.insert(*sid);
-                    }
-                }
+                sids.extend(self.heard_since(since));
+                let Some(r) = self.log.replicated_mut() else { return };
                 // A report that finds its lane full goes with the next one.
                 if !sids.is_empty() && !r.out.send(Proposal::Touch(sids.iter().copied().collect())) {
                     r.touched.extend(sids);

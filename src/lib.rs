@@ -29,6 +29,7 @@ pub mod security;
 pub mod server;
 pub mod session;
 pub mod storage;
+pub mod takeover;
 pub mod tree;
 pub mod txn;
 pub mod watch;

@@ -80,6 +80,9 @@ enum Command {
     /// the damaged segment and every later one go to <log dir>/damaged/, then the command
     /// exits; start `zkr serve` as usual afterwards. Takes the directory flags of serve.
     RepairLog(RepairArgs),
+    /// Turn the zkr observers of a stopped ZooKeeper ensemble into a zkr ensemble, seeded from the
+    /// most advanced of them (run after every ZooKeeper participant is stopped).
+    Takeover(zkr::takeover::tool::TakeoverArgs),
     /// Convert a ZooKeeper data directory (snapshots + transaction logs) into a zkr data directory.
     ImportZookeeper {
         /// ZooKeeper's dataDir (the one holding version-2/).
@@ -165,6 +168,7 @@ fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::RepairLog(args) => std::process::exit(repair_log(args)),
+        Command::Takeover(args) => std::process::exit(zkr::takeover::tool::run(args)),
         Command::ImportZookeeper { zk_data_dir, zk_data_log_dir, data_dir } => {
             match zkr::import::import(&zk_data_dir, zk_data_log_dir.as_deref(), &data_dir) {
                 Ok(i) => {
@@ -196,7 +200,8 @@ fn main() -> anyhow::Result<()> {
                 }
             };
             let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-            rt.block_on(async move {
+            let kept = cfg.clone();
+            let plan = rt.block_on(async move {
                 let server = match zkr::server::Server::start(cfg).await {
                     Ok(s) => s,
                     Err(e) => {
@@ -205,12 +210,36 @@ fn main() -> anyhow::Result<()> {
                         std::process::exit(1);
                     }
                 };
-                shutdown_signal(&server).await;
+                let plan = match server.takeover() {
+                    Some(slot) => tokio::select! {
+                        _ = shutdown_signal(&server) => None,
+                        p = slot.accepted() => Some(p),
+                    },
+                    None => {
+                        shutdown_signal(&server).await;
+                        None
+                    }
+                };
                 tracing::info!("shutting down");
                 server.shutdown().await;
                 tracing::info!("stopped");
-                anyhow::Ok(())
-            })
+                plan
+            });
+            drop(rt);
+            if let Some(plan) = plan {
+                // An observer of ZooKeeper told to take over: become a zkr ensemble member.
+                if let Err(e) = zkr::takeover::convert::prepare(&kept, &plan) {
+                    tracing::error!("takeover failed: {e}");
+                    eprintln!("zkr: takeover failed: {e}");
+                    std::process::exit(1);
+                }
+                tracing::info!("running again as a member of the zkr ensemble");
+                let e = zkr::takeover::convert::exec_again();
+                tracing::error!("takeover failed: {e}");
+                eprintln!("zkr: takeover failed: {e}");
+                std::process::exit(1);
+            }
+            Ok(())
         }
     }
 }

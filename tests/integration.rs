@@ -26,3 +26,4 @@ mod log_damage;
 mod ops;
 mod raw;
 mod zab_observer;
+mod zab_takeover;

@@ -28,12 +28,12 @@ const ZKSERVER: &str = "/usr/share/zookeeper/bin/zkServer.sh";
 const OBSERVER_SID: i64 = 9;
 const TICK_MS: u64 = 500;
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
 }
 
 /// How a ZooKeeper member is started.
-enum Launch {
+pub(crate) enum Launch {
     /// Debian's ZooKeeper 3.8 (`zkServer.sh`).
     Debian,
     /// A ZooKeeper release's classpath (3.9 from Maven Central, `zookeeper_39_classpath`).
@@ -65,16 +65,16 @@ fn zookeeper_39_classpath() -> String {
 }
 
 /// Three ZooKeeper members on 127.0.0.1, killed on drop.
-struct Ensemble {
+pub(crate) struct Ensemble {
     dir: PathBuf,
-    client: [u16; 3],
+    pub(crate) client: [u16; 3],
     quorum: [u16; 3],
     election: [u16; 3],
     /// The election address zkr's `server.9` line gives it.
     observer_election: String,
     /// Every member's `server.N` line, zkr's included, as each zoo.cfg holds them.
-    servers: String,
-    children: Vec<Child>,
+    pub(crate) servers: String,
+    pub(crate) children: Vec<Child>,
 }
 
 impl Ensemble {
@@ -83,6 +83,16 @@ impl Ensemble {
     }
 
     fn start_with(launch: &Launch) -> Ensemble {
+        let (oq, oe) = (free_port(), free_port());
+        // zkr's line, as a ZooKeeper observer's would be: the leader admits it by this sid.
+        let line = format!("server.{OBSERVER_SID}=127.0.0.1:{oq}:{oe}:observer\n");
+        let mut zk = Ensemble::start_observed(launch, &line);
+        zk.observer_election = format!("127.0.0.1:{oe}");
+        zk
+    }
+
+    /// Three ZooKeeper members whose zoo.cfg also holds `observer_lines`.
+    pub(crate) fn start_observed(launch: &Launch, observer_lines: &str) -> Ensemble {
         if let Launch::Debian = launch {
             assert!(Path::new(ZKSERVER).exists(), "{ZKSERVER} is missing: apt-get install zookeeper zookeeper-bin");
         }
@@ -90,13 +100,11 @@ impl Ensemble {
         let client = [free_port(), free_port(), free_port()];
         let quorum = [free_port(), free_port(), free_port()];
         let election = [free_port(), free_port(), free_port()];
-        let (oq, oe) = (free_port(), free_port());
         let mut servers = String::new();
         for i in 0..3 {
             servers += &format!("server.{}=127.0.0.1:{}:{};127.0.0.1:{}\n", i + 1, quorum[i], election[i], client[i]);
         }
-        // zkr's line, as a ZooKeeper observer's would be: the leader admits it by this sid.
-        servers += &format!("server.{OBSERVER_SID}=127.0.0.1:{oq}:{oe}:observer\n");
+        servers += observer_lines;
         let mut children = Vec::new();
         for (i, port) in client.iter().enumerate() {
             let d = dir.join(format!("m{}", i + 1));
@@ -134,11 +142,11 @@ impl Ensemble {
                 .expect("start ZooKeeper");
             children.push(child);
         }
-        Ensemble { dir, client, quorum, election, observer_election: format!("127.0.0.1:{oe}"), servers, children }
+        Ensemble { dir, client, quorum, election, observer_election: String::new(), servers, children }
     }
 
     /// The member that says `Mode: leader`, once one does (and the others follow).
-    async fn leader(&self) -> usize {
+    pub(crate) async fn leader(&self) -> usize {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let mut modes = Vec::new();
@@ -208,7 +216,7 @@ impl Drop for Ensemble {
     }
 }
 
-async fn four_letter(port: u16, word: &str) -> String {
+pub(crate) async fn four_letter(port: u16, word: &str) -> String {
     let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.expect("connect");
     s.write_all(word.as_bytes()).await.expect("send");
     let mut out = String::new();
@@ -216,7 +224,7 @@ async fn four_letter(port: u16, word: &str) -> String {
     out
 }
 
-async fn srvr_mode(port: u16) -> Option<String> {
+pub(crate) async fn srvr_mode(port: u16) -> Option<String> {
     let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.ok()?;
     s.write_all(b"srvr").await.ok()?;
     let mut out = String::new();
@@ -228,7 +236,7 @@ fn req(xid: i32, op: OpCode, body: RequestBody) -> Request {
     Request { xid, op, body }
 }
 
-fn create(path: &str, data: &[u8], flags: i32) -> CreateRequest {
+pub(crate) fn create(path: &str, data: &[u8], flags: i32) -> CreateRequest {
     CreateRequest {
         path: path.into(),
         data: Some(bytes::Bytes::copy_from_slice(data)),
@@ -239,24 +247,34 @@ fn create(path: &str, data: &[u8], flags: i32) -> CreateRequest {
 }
 
 /// A client session on ZooKeeper that counts its xids and remembers the last zxid it saw.
-struct Session {
-    raw: Raw,
-    id: i64,
+pub(crate) struct Session {
+    pub(crate) raw: Raw,
+    pub(crate) id: i64,
     password: Vec<u8>,
-    xid: i32,
-    last_zxid: i64,
+    pub(crate) xid: i32,
+    pub(crate) last_zxid: i64,
 }
 
 impl Session {
-    async fn open(port: u16, timeout_ms: i32) -> Session {
-        let (raw, resp) = Raw::connect(&format!("127.0.0.1:{port}"), timeout_ms).await;
+    pub(crate) async fn open(port: u16, timeout_ms: i32) -> Session {
+        Session::open_at(&format!("127.0.0.1:{port}"), timeout_ms).await
+    }
+
+    pub(crate) async fn open_at(addr: &str, timeout_ms: i32) -> Session {
+        let (raw, resp) = Raw::connect(addr, timeout_ms).await;
         Session { raw, id: resp.session_id, password: resp.password, xid: 0, last_zxid: 0 }
     }
 
     /// Re-attaches this session on another server (or the same one after a disconnect), as a
     /// client moving to the next host of its list does. `None` if refused (expired).
-    async fn reattach(&mut self, port: u16, timeout_ms: i32) -> Option<ConnectResponse> {
-        let mut raw = Raw::open(&format!("127.0.0.1:{port}")).await;
+    pub(crate) async fn reattach(&mut self, port: u16, timeout_ms: i32) -> Option<ConnectResponse> {
+        self.reattach_at(&format!("127.0.0.1:{port}"), timeout_ms).await
+    }
+
+    /// `reattach` at any address; `None` also when nothing listens there.
+    pub(crate) async fn reattach_at(&mut self, addr: &str, timeout_ms: i32) -> Option<ConnectResponse> {
+        tokio::net::TcpStream::connect(addr).await.ok()?;
+        let mut raw = Raw::open(addr).await;
         let req = ConnectRequest {
             protocol_version: 0,
             last_zxid_seen: self.last_zxid,
@@ -271,19 +289,19 @@ impl Session {
     }
 
     /// A request whose error is the point: the reply's error code.
-    async fn try_call(&mut self, op: OpCode, body: RequestBody) -> i32 {
+    pub(crate) async fn try_call(&mut self, op: OpCode, body: RequestBody) -> i32 {
         self.xid += 1;
         let (h, _) = self.raw.call(&req(self.xid, op, body)).await;
         self.last_zxid = self.last_zxid.max(h.zxid);
         h.err
     }
 
-    async fn ping(&mut self) {
+    pub(crate) async fn ping(&mut self) {
         let (h, _) = self.raw.call(&req(-2, OpCode::Ping, RequestBody::Empty)).await;
         assert_eq!(h.err, 0);
     }
 
-    async fn call(&mut self, op: OpCode, body: RequestBody) -> Response {
+    pub(crate) async fn call(&mut self, op: OpCode, body: RequestBody) -> Response {
         self.xid += 1;
         let (h, r) = self.raw.call(&req(self.xid, op, body)).await;
         assert_eq!(h.err, 0, "{op:?} (xid {}) of session 0x{:x} failed with {}: {r:?}", self.xid, self.id, h.err);
@@ -291,14 +309,18 @@ impl Session {
         r
     }
 
-    async fn write(&mut self, op: OpCode, body: RequestBody) {
+    pub(crate) async fn write(&mut self, op: OpCode, body: RequestBody) {
         self.call(op, body).await;
     }
 }
 
 /// Every node ZooKeeper serves under `/`, with its data and Stat.
-async fn zk_tree(port: u16) -> Vec<(String, Option<bytes::Bytes>, zkr::proto::Stat)> {
-    let mut s = Session::open(port, 10_000).await;
+pub(crate) async fn zk_tree(port: u16) -> Vec<(String, Option<bytes::Bytes>, zkr::proto::Stat)> {
+    zk_tree_at(&format!("127.0.0.1:{port}")).await
+}
+
+pub(crate) async fn zk_tree_at(addr: &str) -> Vec<(String, Option<bytes::Bytes>, zkr::proto::Stat)> {
+    let mut s = Session::open_at(addr, 10_000).await;
     let mut out = Vec::new();
     let mut todo = vec!["/".to_owned()];
     while let Some(p) = todo.pop() {
@@ -386,7 +408,7 @@ async fn until(what: &str, secs: u64, mut f: impl FnMut() -> bool) {
     }
 }
 
-async fn exists(port: u16, path: &str) -> bool {
+pub(crate) async fn exists(port: u16, path: &str) -> bool {
     let mut s = Session::open(port, 10_000).await;
     s.xid += 1;
     let (h, _) =
@@ -603,9 +625,13 @@ async fn next_event(raw: &mut Raw) -> (i32, String) {
 
 /// Every node under `/` but `/zookeeper/config` (each ZooKeeper server keeps its own there
 /// while reconfig is off, ZOOKEEPER-2819).
-async fn served_tree(port: u16) -> Vec<(String, Option<bytes::Bytes>, zkr::proto::Stat)> {
+pub(crate) async fn served_tree(port: u16) -> Vec<(String, Option<bytes::Bytes>, zkr::proto::Stat)> {
+    served_tree_at(&format!("127.0.0.1:{port}")).await
+}
+
+pub(crate) async fn served_tree_at(addr: &str) -> Vec<(String, Option<bytes::Bytes>, zkr::proto::Stat)> {
     let empty_is_null = |d: Option<bytes::Bytes>| d.filter(|b| !b.is_empty());
-    zk_tree(port)
+    zk_tree_at(addr)
         .await
         .into_iter()
         .filter(|n| n.0 != "/zookeeper/config")
@@ -775,7 +801,7 @@ async fn observe_a_live_ensemble(launch: Launch) {
     server.shutdown().await;
 }
 
-async fn until_async<F: Fn() -> Fut, Fut: std::future::Future<Output = bool>>(what: &str, secs: u64, f: F) {
+pub(crate) async fn until_async<F: Fn() -> Fut, Fut: std::future::Future<Output = bool>>(what: &str, secs: u64, f: F) {
     let deadline = Instant::now() + Duration::from_secs(secs);
     while !f().await {
         assert!(Instant::now() < deadline, "timed out after {secs} s waiting for: {what}");

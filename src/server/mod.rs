@@ -95,6 +95,8 @@ struct Started {
 struct Observer {
     following: crate::zab::follow::Following,
     status: Arc<crate::zab::follow::Status>,
+    /// Where `/zkr/takeover` leaves an accepted plan (see `takeover`).
+    takeover: Arc<crate::takeover::Slot>,
 }
 
 /// Decrements the per-IP and total counts when a connection ends.
@@ -189,7 +191,10 @@ impl Server {
                 ip if ip.is_unspecified() => SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), addr.port()),
                 _ => addr,
             };
-            let app = crate::admin::router(ops.clone()).merge(crate::dubbo::web::router(own));
+            let mut app = crate::admin::router(ops.clone()).merge(crate::dubbo::web::router(own));
+            if let Some(o) = &observer {
+                app = app.merge(crate::takeover::router(ops.clone(), o.takeover.clone()));
+            }
             crate::admin::serve(app, SocketAddr::new(cfg.admin_bind, cfg.admin_port), shutdown.clone()).await
         } else {
             None
@@ -263,6 +268,11 @@ impl Server {
     /// The TLS port's address, if one is configured.
     pub fn secure_addr(&self) -> Option<SocketAddr> {
         self.secure_addr
+    }
+
+    /// An observer's takeover slot: `zkr serve` waits on it (see `takeover`); `None` for other servers.
+    pub fn takeover(&self) -> Option<Arc<crate::takeover::Slot>> {
+        self.observer.as_ref().map(|o| o.takeover.clone())
     }
 
     /// Asks for a snapshot now; it is written in the background (SIGUSR1 in `zkr serve`).
@@ -465,7 +475,8 @@ async fn start_member(
     }
     let timing = crate::raft::timing::Timing::of(cfg, ens);
     let link = crate::raft::link::Link::new(me, quorum_tls, timing);
-    if crate::raft::seed::wanted(cfg)? {
+    let seeding = crate::raft::seed::wanted(cfg)?;
+    if seeding {
         // Asked every heartbeat: an empty member started with this one initializes after one
         // election timeout (ten heartbeats) unless it has heard this member's probe (a probe
         // every 500 ms lost that race at tickTime 200 on a loaded machine).
@@ -546,6 +557,16 @@ async fn start_member(
     };
     let listener = crate::listen::Listener::following(listener, peer_addr_rx, "peer");
     let peers = tokio::spawn(member::serve_peers(port, listener, shutdown.clone()));
+    if seeding {
+        // A quorum answered the seed's probe a moment ago, so they are up: the seed stands for
+        // election now rather than after an election timeout (the write pause of a takeover).
+        let raft = raft.clone();
+        tokio::spawn(async move {
+            if let Err(e) = raft.trigger().elect().await {
+                tracing::debug!("the seed's first election: {e}");
+            }
+        });
+    }
     let voters: std::collections::BTreeMap<u64, crate::raft::members::ServerSpec> =
         ens.members.iter().filter(|(_, s)| !s.observer).map(|(id, s)| (*id, s.clone())).collect();
     // An observer never initializes the ensemble: the leader adds it as a learner.
@@ -673,6 +694,6 @@ fn start_observer(
         member: None,
         client_follow: None,
         lock,
-        observer: Some(Observer { following, status }),
+        observer: Some(Observer { following, status, takeover: Arc::default() }),
     })
 }

@@ -153,7 +153,19 @@ impl Core {
     pub(super) fn snapshot_at_shutdown(&mut self) {
         let since = match &self.log {
             Log::Standalone(s) => s.since_snapshot,
-            Log::Observer(o) => o.since_snapshot,
+            Log::Observer(o) => {
+                // An observer logs no txns: its newest snapshot is all a restart (or a takeover
+                // seeded from it) has. A background one still running must finish first.
+                while o.snapshot_running.load(Ordering::Acquire) {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                let newest = storage::snapshot::list(&self.layout.snap_dir).ok().and_then(|l| l.first().map(|s| s.0));
+                if newest == Some(self.tree.last_zxid()) {
+                    0
+                } else {
+                    1
+                }
+            }
             Log::Replicated(_) => return,
         };
         if since == 0 {

@@ -42,7 +42,7 @@ pub(crate) enum Launch {
 
 /// ZooKeeper 3.9.5 and what its server needs, resolved from Maven Central with
 /// `tests/interop/zab/zk39/pom.xml` (once; the classpath is kept in the target directory).
-fn zookeeper_39_classpath() -> String {
+pub(crate) fn zookeeper_39_classpath() -> String {
     let pom = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/zab/zk39/pom.xml");
     let file = Path::new(env!("CARGO_TARGET_TMPDIR")).join("zookeeper-3.9.5.classpath");
     if !file.exists() {

@@ -2,13 +2,16 @@
 //! participants were stopped into a zkr ensemble, with every znode and session, zxids above
 //! ZooKeeper's epoch, and clients' sessions and ephemerals kept.
 //!
-//! Three `zkr serve` processes observe three Debian ZooKeeper 3.8 participants, each observer on
-//! its own loopback address (127.0.0.9–11) so their AdminServers share one port, as on separate
-//! hosts. The takeover re-executes the observers, so they run as processes. The observers (and
-//! so the new ensemble) run at ZooKeeper's usual tickTime 2000, which sets zkr's election
-//! timeouts; the ZooKeeper participants at 500 ms, which only makes them start faster.
+//! Three `zkr serve` processes observe three ZooKeeper participants (Debian's 3.8, and 3.9.5
+//! from Maven Central), each observer on its own loopback address (127.0.0.9–11) so their
+//! AdminServers share one port, as on separate hosts. The takeover re-executes the observers, so
+//! they run as processes. The observers (and so the new ensemble) run at ZooKeeper's usual
+//! tickTime 2000, which sets zkr's election timeouts; the ZooKeeper participants at 500 ms,
+//! which only makes them start faster.
 
-use crate::zab_observer::{create, free_port, served_tree, served_tree_at, until_async, Ensemble, Launch, Session};
+use crate::zab_observer::{
+    create, free_port, served_tree_at, until_async, zookeeper_39_classpath, Ensemble, Launch, Session,
+};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -104,6 +107,16 @@ async fn try_create_at(s: &mut Session, addr: &str, path: &str) -> Option<(i32, 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zkr_takeover_turns_the_observers_of_a_stopped_zookeeper_38_ensemble_into_a_zkr_ensemble_keeping_sessions() {
+    take_over(Launch::Debian).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zkr_takeover_of_a_zookeeper_39_ensemble_from_maven_central() {
+    take_over(Launch::Classpath(zookeeper_39_classpath())).await;
+}
+
+/// Three zkr observers of a three-participant ZooKeeper ensemble, then the takeover.
+async fn take_over(launch: Launch) {
     let ips = ["127.0.0.9", "127.0.0.10", "127.0.0.11"];
     let clients = [free_port(), free_port(), free_port()];
     let admin = free_port();
@@ -111,7 +124,7 @@ async fn zkr_takeover_turns_the_observers_of_a_stopped_zookeeper_38_ensemble_int
     for (i, ip) in ips.iter().enumerate() {
         lines += &format!("server.{}={ip}:{}:{}:observer;{ip}:{}\n", 9 + i, free_port(), free_port(), clients[i]);
     }
-    let mut zk = Ensemble::start_observed(&Launch::Debian, &lines);
+    let mut zk = Ensemble::start_observed(&launch, &lines);
     let leader = zk.leader().await;
     let mut c = Session::open(zk.client[leader], 30_000).await;
     c.write(OpCode::Create, RequestBody::Create(create("/dubbo", b"", 0))).await;
@@ -137,7 +150,7 @@ async fn zkr_takeover_turns_the_observers_of_a_stopped_zookeeper_38_ensemble_int
     }
     w.write(OpCode::CloseSession, RequestBody::Empty).await;
     let zk_zxid = c.last_zxid.max(s.last_zxid);
-    let before = served_tree(zk.client[leader]).await;
+    let before = served_tree_at(&format!("127.0.0.1:{}", zk.client[leader])).await;
 
     // Refused while ZooKeeper runs, naming a participant; nothing changes.
     let out = takeover(&o9.dir.join("zoo.cfg"));

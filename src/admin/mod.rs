@@ -7,6 +7,9 @@
 
 mod commands;
 mod metrics;
+mod takeover;
+
+pub use takeover::router as takeover_router;
 
 use crate::server::ops::Ops;
 use axum::extract::{Path, State};

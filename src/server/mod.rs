@@ -193,7 +193,7 @@ impl Server {
             };
             let mut app = crate::admin::router(ops.clone()).merge(crate::dubbo::web::router(own));
             if let Some(o) = &observer {
-                app = app.merge(crate::takeover::router(ops.clone(), o.takeover.clone()));
+                app = app.merge(crate::admin::takeover_router(ops.clone(), o.takeover.clone()));
             }
             crate::admin::serve(app, SocketAddr::new(cfg.admin_bind, cfg.admin_port), shutdown.clone()).await
         } else {

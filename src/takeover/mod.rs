@@ -23,11 +23,8 @@
 //! session starts with a full timeout in the new ensemble.
 
 pub mod convert;
-mod endpoint;
 pub mod http;
 pub mod tool;
-
-pub use endpoint::router;
 
 use crate::raft::members::{join_host_port, Ensemble};
 use std::collections::BTreeSet;
@@ -52,7 +49,7 @@ pub struct Slot {
 
 impl Slot {
     /// Takes `plan` unless one was taken before.
-    fn offer(&self, plan: Plan) -> bool {
+    pub(crate) fn offer(&self, plan: Plan) -> bool {
         let mut p = self.plan.lock();
         if p.is_some() {
             return false;
@@ -120,11 +117,11 @@ pub fn plan_error(ens: &Ensemble, plan: &Plan) -> Option<String> {
 }
 
 /// `members` as the query parameter carries them: `9,10,11`.
-fn members_param(members: &BTreeSet<u64>) -> String {
+pub(crate) fn members_param(members: &BTreeSet<u64>) -> String {
     members.iter().map(u64::to_string).collect::<Vec<_>>().join(",")
 }
 
-fn parse_members(s: &str) -> Option<BTreeSet<u64>> {
+pub(crate) fn parse_members(s: &str) -> Option<BTreeSet<u64>> {
     s.split(',').map(|m| m.trim().parse().ok()).collect()
 }
 

@@ -6,11 +6,13 @@
 # writes tests/interop/.work/matrix/dubbo-<version>.tsv. Then, per Dubbo line, ensemble.py runs the same Dubbo
 # processes against a 3-member zkr ensemble and a 3-member ZooKeeper ensemble (leader SIGKILLed under load, a
 # provider SIGKILLed, the old leader rejoining, a rolling restart) and writes dubbo-ensemble-<version>.tsv.
+# For the first Dubbo line only, migrate.py moves the same Dubbo processes live from a 3-member ZooKeeper
+# ensemble to zkr (zkr observers, ZooKeeper stopped, `zkr takeover`) and writes dubbo-migrate-<version>.tsv.
 # Exit status: 0 all passed, 1 a check failed, 2 setup.
 #
 #   ZKR_BIN=target/release/zkr tests/interop/dubbo/run.sh
 #   DUBBO_PROFILES="dubbo33" tests/interop/dubbo/run.sh      # one Dubbo line (profiles of pom.xml)
-#   DUBBO_SCENARIOS="ensemble" tests/interop/dubbo/run.sh    # only the ensemble part ("standalone ensemble")
+#   DUBBO_SCENARIOS="ensemble" tests/interop/dubbo/run.sh    # only the ensemble part ("standalone ensemble migrate")
 #   DUBBO_PORT_BASE=28000                                     # ports used: base .. base+999
 set -uo pipefail
 
@@ -20,7 +22,7 @@ WORK="$(cd "$HERE/.." && pwd)/.work/dubbo"
 MATRIX="$HERE/../.work/matrix"
 PY=/usr/bin/python3
 PROFILES=${DUBBO_PROFILES:-"dubbo33 dubbo32"}
-SCENARIOS=${DUBBO_SCENARIOS:-"standalone ensemble"}
+SCENARIOS=${DUBBO_SCENARIOS:-"standalone ensemble migrate"}
 PORT_BASE=${DUBBO_PORT_BASE:-28000}
 STARTED=$SECONDS
 
@@ -52,15 +54,16 @@ fi
 [ -n "${ZKR_BIN:-}" ] && [ -x "$ZKR_BIN" ] || die "set ZKR_BIN to the zkr binary (cargo build --release)"
 
 mkdir -p "$WORK" "$MATRIX"
-# ensemble.py stops what it started and keeps the pids of what runs in ensemble-*.pids; whatever a driver that
-# died left there is killed by pid here (only processes whose command line names this suite's work dir)
+# ensemble.py and migrate.py stop what they started and keep the pids of what runs in ensemble-*.pids and
+# migrate-*.pids; whatever a driver that died left there is killed by pid here (only processes whose command
+# line names this suite's work dir)
 cleanup() {
     local f pid
-    for f in "$WORK"/ensemble-*.pids; do
+    for f in "$WORK"/ensemble-*.pids "$WORK"/migrate-*.pids; do
         [ -f "$f" ] || continue
         while read -r pid; do
             if [ -n "$pid" ] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "$WORK/"; then
-                say "killing pid $pid, left behind by ensemble.py"
+                say "killing pid $pid, left behind by $(basename "$f")"
                 kill -9 "$pid" 2>/dev/null
             fi
         done <"$f"
@@ -150,6 +153,19 @@ for profile in $PROFILES; do
             --tsv "$MATRIX/dubbo-ensemble-$dubbo_v.tsv" "${extra[@]}" 2>&1 | tee "$log"
         count_checks "$label, 3-member ensemble" "$log"
         say "$label: ensembles took $((SECONDS - t))s"
+    fi
+    # the live migration (ZooKeeper -> zkr) for the first Dubbo line only; its observers listen on
+    # 127.0.0.9-11 (one AdminServer port for all three, as on separate hosts)
+    if [[ " $SCENARIOS " == *" migrate "* ]] && [ "$i" -eq 1 ]; then
+        say "$label, live migration ZooKeeper -> zkr: ports $((base + 301))-$((base + 373))"
+        rm -rf "$WORK/migrate-$profile"
+        log="$WORK/migrate-$profile.log"
+        t=$SECONDS
+        "$PY" "$HERE/migrate.py" --label "$label" --cp "$classes:$deps" --zkr-bin "$ZKR_BIN" \
+            --port-base $((base + 300)) --work "$WORK/migrate-$profile" --pidfile "$WORK/migrate-$profile.pids" \
+            --tsv "$MATRIX/dubbo-migrate-$dubbo_v.tsv" 2>&1 | tee "$log"
+        count_checks "$label, live migration" "$log"
+        say "$label: migration took $((SECONDS - t))s"
     fi
 done
 echo "$TOTAL_PASSED passed, $TOTAL_FAILED failed"

@@ -1,13 +1,14 @@
-//! The observer's side of `zkr takeover`: `/zkr/takeover` on its AdminServer (served only by a
-//! zkr observer of a ZooKeeper ensemble, outside ZooKeeper's `/commands`).
+//! The observer's side of `zkr takeover` (see `crate::takeover`): `/zkr/takeover` on its
+//! AdminServer, served only by a zkr observer of a ZooKeeper ensemble, outside ZooKeeper's
+//! `/commands`.
 //!
 //! - `GET` answers `{"myid", "zxid", "following", "leader"}`: what the tool picks the seed by.
 //! - `POST ?seed=S&members=A,B,C[&check=1]` checks the plan here (this server is an observer
 //!   that follows no leader, no participant answers, the plan fits this zoo.cfg) and, without
-//!   `check`, accepts it: `zkr serve` then stops and carries it out (`convert`).
+//!   `check`, accepts it: `zkr serve` then stops and carries it out (`takeover::convert`).
 
-use super::{parse_members, participants_answering, plan_error, Plan, Slot};
 use crate::server::ops::Ops;
+use crate::takeover::{parse_members, participants_answering, plan_error, Plan, Slot};
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::routing::get;

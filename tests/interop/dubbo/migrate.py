@@ -213,14 +213,20 @@ class Migration(Side):
     def modes_of(self, mids):
         return " ".join(f"server.{m}={self.members[m].mode() or '-'}" for m in mids)
 
+    # what the ZooKeeper client, Curator and Dubbo log when a session is gone (not the ZooKeeper client's
+    # "Attempting reconnect except it is a SessionExpiredException" of every lost connection, nor Dubbo's
+    # "session expire timeout value is ..." of every SUSPENDED)
+    EXPIRY = re.compile(r"State change: LOST|has expired|Injecting a session expiration|expired event|"
+                        r"session \S+ expired", re.I)
+
     def expiry_lines(self):
-        """Lines of the Dubbo processes' logs that speak of an expired session."""
+        """Lines of the Dubbo processes' logs that say a session expired."""
         out = []
         for name, j in self.jvms.items():
             try:
                 with open(j.errlog, errors="replace") as f:
                     out += [f"{name}: {ln.strip()}" for ln in f
-                            if re.search(r"session.{0,40}expir|expir.{0,40}session", ln, re.I)]
+                            if self.EXPIRY.search(ln)]
             except OSError:
                 pass
         return out

@@ -107,16 +107,18 @@ async fn try_create_at(s: &mut Session, addr: &str, path: &str) -> Option<(i32, 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zkr_takeover_turns_the_observers_of_a_stopped_zookeeper_38_ensemble_into_a_zkr_ensemble_keeping_sessions() {
-    take_over(Launch::Debian).await;
+    take_over(Launch::Debian, false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zkr_takeover_of_a_zookeeper_39_ensemble_from_maven_central() {
-    take_over(Launch::Classpath(zookeeper_39_classpath())).await;
+    take_over(Launch::Classpath(zookeeper_39_classpath()), true).await;
 }
 
-/// Three zkr observers of a three-participant ZooKeeper ensemble, then the takeover.
-async fn take_over(launch: Launch) {
+/// Three zkr observers of a three-participant ZooKeeper ensemble, then the takeover. With
+/// `silent_first`, a first attempt finds one observer silent (SIGSTOPped) and is refused: that
+/// observer may hold txns the others lack.
+async fn take_over(launch: Launch, silent_first: bool) {
     let ips = ["127.0.0.9", "127.0.0.10", "127.0.0.11"];
     let clients = [free_port(), free_port(), free_port()];
     let admin = free_port();
@@ -172,6 +174,16 @@ async fn take_over(launch: Launch) {
         let _ = ch.wait();
     }
     let stopped = Instant::now();
+    if silent_first {
+        let pid = obs[2].child.id().to_string();
+        assert!(Command::new("kill").args(["-STOP", &pid]).status().unwrap().success());
+        let out = takeover(&o9.dir.join("zoo.cfg"));
+        assert!(Command::new("kill").args(["-CONT", &pid]).status().unwrap().success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "refused while server.11 is silent: {err}");
+        assert!(err.contains("server.11") && err.contains("--without 11"), "{err}");
+        assert_eq!(mode(&o9.addr()).await, None, "nothing changed: server.9 is still an observer without a leader");
+    }
     let config = o9.dir.join("zoo.cfg");
     let tool = tokio::task::spawn_blocking(move || takeover(&config));
     let mut acked = None;

@@ -329,6 +329,9 @@ class Migration(Side):
             self.tl(f"server.{m} SIGTERM", f"{'leader' if m == zk_leader else 'follower'}, down in {took:.1f}s "
                                            f"(+{time.time() - t0:.1f}s)")
         t_zk_down = time.time()
+        if self.args.delay_takeover:
+            self.tl("takeover delayed (--delay-takeover)", f"{self.args.delay_takeover:.0f}s")
+            time.sleep(self.args.delay_takeover)
         cmd = [self.args.zkr_bin, "takeover", "--config", self.members[ZKR_IDS[0]].cfg]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 text=True)
@@ -469,6 +472,9 @@ def main():
     ap.add_argument("--tsv", required=True)
     ap.add_argument("--pidfile", required=True)
     ap.add_argument("--java-opt", action="append", default=[], help="an extra JVM option for the Dubbo processes")
+    ap.add_argument("--delay-takeover", type=float, default=0.0,
+                    help="for checking the checks: seconds between ZooKeeper's stop and the takeover (past the "
+                         "session timeout, sessions expire and the checks must fail)")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
     logging.basicConfig(filename=os.path.join(args.work, "kazoo.log"), level=logging.INFO,

@@ -591,7 +591,9 @@ async fn start_member(
                 _ = stop.cancelled() => return,
                 _ = tokio::time::sleep(wait) => {}
             }
-            if !status.seed.lock().may_initialize() {
+            // A member that waited for a seed has it by now (from the seed's leader): nothing
+            // to initialize, and openraft would log an ERROR for trying.
+            if raft.is_initialized().await.unwrap_or(true) || !status.seed.lock().may_initialize() {
                 return;
             }
             if let Err(e) = raft.initialize(voters).await {

@@ -76,16 +76,26 @@ pub const PROBE_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// The ZooKeeper participants (voters of `ens`) that still accept connections on their quorum
 /// port (only a leader listens there) or election port (every running participant does), as
-/// `server.N (host:port, its quorum|election port)`. Blocking.
+/// `server.N (host:port, its quorum|election port)`. Blocking; every port is tried at once, so a
+/// host that is down costs one `PROBE_TIMEOUT`, not one per port.
 pub fn participants_answering(ens: &Ensemble) -> Vec<String> {
-    let mut out = Vec::new();
-    for (id, spec) in ens.members.iter().filter(|(_, s)| !s.observer) {
-        for (addr, what) in [(spec.peer_addr(), "quorum"), (join_host_port(&spec.host, spec.election_port), "election")]
-        {
-            if answers(&addr) {
-                out.push(format!("server.{id} ({addr}, its {what} port)"));
-                break;
-            }
+    let ports: Vec<(u64, String, &str)> = ens
+        .members
+        .iter()
+        .filter(|(_, s)| !s.observer)
+        .flat_map(|(id, spec)| {
+            [(*id, spec.peer_addr(), "quorum"), (*id, join_host_port(&spec.host, spec.election_port), "election")]
+        })
+        .collect();
+    let answered: Vec<bool> = std::thread::scope(|s| {
+        let probes: Vec<_> = ports.iter().map(|(_, addr, _)| s.spawn(move || answers(addr))).collect();
+        probes.into_iter().map(|p| p.join().unwrap_or(false)).collect()
+    });
+    let mut out: Vec<String> = Vec::new();
+    let mut named = BTreeSet::new();
+    for ((id, addr, what), up) in ports.iter().zip(answered) {
+        if up && named.insert(*id) {
+            out.push(format!("server.{id} ({addr}, its {what} port)"));
         }
     }
     out

@@ -26,4 +26,5 @@ mod log_damage;
 mod ops;
 mod raw;
 mod zab_observer;
+mod zab_quorum_sasl;
 mod zab_takeover;

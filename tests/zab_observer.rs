@@ -25,7 +25,7 @@ use zkr::zab::election::{find_leader, Voter};
 use zkr::zab::{Event, Learner, Options, Sender, SyncMode, Synced, ZabError};
 
 const ZKSERVER: &str = "/usr/share/zookeeper/bin/zkServer.sh";
-const OBSERVER_SID: i64 = 9;
+pub(crate) const OBSERVER_SID: i64 = 9;
 const TICK_MS: u64 = 500;
 
 pub(crate) fn free_port() -> u16 {
@@ -93,6 +93,11 @@ impl Ensemble {
 
     /// Three ZooKeeper members whose zoo.cfg also holds `observer_lines`.
     pub(crate) fn start_observed(launch: &Launch, observer_lines: &str) -> Ensemble {
+        Ensemble::start_configured(launch, observer_lines, "", &[])
+    }
+
+    /// The same, with `extra` zoo.cfg lines and JVM system properties (`-Dk=v`).
+    pub(crate) fn start_configured(launch: &Launch, observer_lines: &str, extra: &str, props: &[String]) -> Ensemble {
         if let Launch::Debian = launch {
             assert!(Path::new(ZKSERVER).exists(), "{ZKSERVER} is missing: apt-get install zookeeper zookeeper-bin");
         }
@@ -112,7 +117,7 @@ impl Ensemble {
             std::fs::write(d.join("myid"), format!("{}\n", i + 1)).unwrap();
             let cfg = format!(
                 "tickTime={TICK_MS}\ninitLimit=10\nsyncLimit=5\ndataDir={}\nclientPort={}\nclientPortAddress=127.0.0.1\n\
-                 admin.enableServer=false\n4lw.commands.whitelist=*\nmaxClientCnxns=0\n{servers}",
+                 admin.enableServer=false\n4lw.commands.whitelist=*\nmaxClientCnxns=0\n{servers}{extra}",
                 d.display(),
                 port
             );
@@ -126,12 +131,15 @@ impl Ensemble {
                 }
                 Launch::Classpath(cp) => {
                     let mut c = Command::new("java");
-                    c.args(["-Xmx256m", "-cp", cp, "org.apache.zookeeper.server.quorum.QuorumPeerMain"])
+                    c.arg("-Xmx256m")
+                        .args(props)
+                        .args(["-cp", cp, "org.apache.zookeeper.server.quorum.QuorumPeerMain"])
                         .arg(d.join("zoo.cfg"));
                     c
                 }
             };
             let child = cmd
+                .env("SERVER_JVMFLAGS", props.join(" "))
                 .env("ZOOCFGDIR", &d)
                 .env("ZOO_LOG_DIR", &d)
                 .env("ZOOPIDFILE", d.join("zk.pid"))
@@ -198,7 +206,7 @@ impl Ensemble {
     /// The leader as the observer finds it: through the voters' election ports.
     async fn find_leader(&self) -> Result<usize, String> {
         let (voters, me) = (self.voters(), self.observer_election.clone());
-        tokio::task::spawn_blocking(move || find_leader(OBSERVER_SID, &me, &voters, Duration::from_secs(2)))
+        tokio::task::spawn_blocking(move || find_leader(OBSERVER_SID, &me, &voters, Duration::from_secs(2), None))
             .await
             .unwrap()
             .map(|f| f.leader as usize - 1)
@@ -431,6 +439,7 @@ async fn an_observer_syncs_from_a_zookeeper_38_leader_follows_it_and_forwards_a_
         init_timeout: Duration::from_millis(TICK_MS * 10),
         sync_timeout: Duration::from_millis(TICK_MS * 5),
         max_buffer: 2 * 0xfffff,
+        auth: None,
     };
 
     // Before the observer joins: every kind of txn it must take from the leader's sync.
@@ -590,18 +599,28 @@ async fn forward_session_and_ephemeral(
 
 /// zkr's zoo.cfg as ZooKeeper's own observer's would be, plus the one zkr key.
 fn observer_config(zk: &Ensemble, client_port: u16) -> zkr::config::Config {
+    observer_config_with(zk, client_port, "", None)
+}
+
+/// The same with `extra` zoo.cfg lines and a JAAS file (`--jaas-config`).
+pub(crate) fn observer_config_with(
+    zk: &Ensemble,
+    client_port: u16,
+    extra: &str,
+    jaas: Option<PathBuf>,
+) -> zkr::config::Config {
     let dir = common::temp_dir();
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("myid"), format!("{OBSERVER_SID}\n")).unwrap();
     let text = format!(
         "tickTime={TICK_MS}\ninitLimit=10\nsyncLimit=5\ndataDir={}\nclientPort={client_port}\nclientPortAddress=127.0.0.1\n\
-         admin.enableServer=false\n4lw.commands.whitelist=*\npeerType=observer\nzkr.ensembleProtocol=zab\n{}",
+         admin.enableServer=false\n4lw.commands.whitelist=*\npeerType=observer\nzkr.ensembleProtocol=zab\n{}{extra}",
         dir.display(),
         zk.servers
     );
     let file = dir.join("zoo.cfg");
     std::fs::write(&file, text).unwrap();
-    let args = zkr::config::ServeArgs { config: Some(file), ..Default::default() };
+    let args = zkr::config::ServeArgs { config: Some(file), jaas_config: jaas, ..Default::default() };
     let mut cfg = zkr::config::Config::from_args(&args).expect("the observer's zoo.cfg");
     cfg.exit_on_fatal = false;
     cfg

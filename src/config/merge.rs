@@ -257,8 +257,17 @@ impl Config {
             self.sasl_super_user = Some(v.clone());
         }
         if let Some(p) = &args.jaas_config {
-            let users = crate::security::jaas::load(p).map_err(|e| ConfigError::Invalid(e.to_string()))?;
-            self.sasl_users = Some(users);
+            let sections = crate::security::jaas::load_sections(p).map_err(|e| ConfigError::Invalid(e.to_string()))?;
+            let name = p.display().to_string();
+            // A file with only the quorum sections serves an observer's login; otherwise the
+            // client port's accounts are what it is for.
+            let quorum_only = !sections.contains_key(crate::security::jaas::SERVER_SECTION)
+                && sections.keys().any(|s| s.starts_with("Quorum"));
+            if !quorum_only {
+                let users = crate::security::jaas::server_users(&sections, &name)
+                    .map_err(|e| ConfigError::Invalid(e.to_string()))?;
+                self.sasl_users = Some(crate::security::jaas::Users(users));
+            }
         }
         Ok(())
     }
@@ -304,7 +313,11 @@ impl Config {
             self.check_zab_observer(f)?;
         }
         if let (Some(_), Some(f)) = (&self.ensemble, file) {
-            refuse_quorum_sasl(f)?;
+            if self.zab_observer {
+                self.zab_quorum_auth = zab_quorum_auth(f, args.jaas_config.as_deref())?;
+            } else {
+                refuse_quorum_sasl(f)?;
+            }
             self.quorum_tls = quorum_tls_from_file(&f.name, &f.keys)?;
         }
         let me = match &self.ensemble {
@@ -402,6 +415,54 @@ fn standalone_server_line(file: &ZooCfg, data_dir: &Path) -> Option<crate::raft:
     }
     let id = crate::raft::members::read_myid(data_dir).ok()?;
     servers.remove(&id)
+}
+
+/// The JAAS file a JVM would be given: `-Djava.security.auth.login.config=` in SERVER_JVMFLAGS
+/// or JVMFLAGS (how ZooKeeper deployments pass it).
+fn jaas_from_jvm_flags() -> Option<PathBuf> {
+    ["SERVER_JVMFLAGS", "JVMFLAGS"].iter().find_map(|v| {
+        let flags = std::env::var(v).ok()?;
+        flags.split_whitespace().find_map(|a| a.strip_prefix("-Djava.security.auth.login.config=").map(PathBuf::from))
+    })
+}
+
+/// An observer of a ZooKeeper ensemble that requires quorum SASL logs in as ZooKeeper's
+/// learners do: only with `quorum.auth.enableSasl` and `quorum.auth.learnerRequireSasl` both
+/// true (SaslQuorumAuthLearner sends nothing otherwise), with the JAAS section
+/// `quorum.auth.learner.saslLoginContext` (default `QuorumLearner`). The combinations
+/// QuorumPeerConfig refuses are refused here too.
+fn zab_quorum_auth(
+    f: &ZooCfg,
+    jaas: Option<&Path>,
+) -> Result<Option<crate::zab::quorum_auth::Credentials>, ConfigError> {
+    let k = Keys { name: &f.name, keys: &f.keys };
+    let enabled = k.java_bool("quorum.auth.enableSasl").unwrap_or(false);
+    let learner = k.java_bool("quorum.auth.learnerRequireSasl").unwrap_or(false);
+    let server = k.java_bool("quorum.auth.serverRequireSasl").unwrap_or(false);
+    if !enabled && (learner || server) {
+        let key = if learner { "quorum.auth.learnerRequireSasl" } else { "quorum.auth.serverRequireSasl" };
+        return Err(k.bad(key, format!("{key}=true needs quorum.auth.enableSasl=true (as in ZooKeeper)")));
+    }
+    if server && !learner {
+        return Err(k.bad(
+            "quorum.auth.serverRequireSasl",
+            "quorum.auth.serverRequireSasl=true needs quorum.auth.learnerRequireSasl=true (as in ZooKeeper)".into(),
+        ));
+    }
+    if !(enabled && learner) {
+        return Ok(None);
+    }
+    let section = k.get("quorum.auth.learner.saslLoginContext").unwrap_or("QuorumLearner");
+    let path = jaas.map(Path::to_path_buf).or_else(jaas_from_jvm_flags).ok_or_else(|| {
+        k.bad(
+            "quorum.auth.learnerRequireSasl",
+            format!("quorum SASL needs a JAAS file with a {section} section: --jaas-config FILE, or -Djava.security.auth.login.config=FILE in SERVER_JVMFLAGS"),
+        )
+    })?;
+    let sections = crate::security::jaas::load_sections(&path).map_err(|e| ConfigError::Invalid(e.to_string()))?;
+    let (user, password) = crate::security::jaas::login(&sections, section, &path.display().to_string())
+        .map_err(|e| ConfigError::Invalid(e.to_string()))?;
+    Ok(Some(crate::zab::quorum_auth::Credentials { user, password }))
 }
 
 /// An ensemble asked to authenticate its members with SASL (`quorum.auth.enableSasl`) stops

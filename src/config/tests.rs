@@ -302,4 +302,23 @@ fn zab_observer_needs_an_observer_line_above_every_voter() {
     assert!(why.contains("raft or zab"), "{why}");
     let (_, why) = reason(&format!("{servers}server.9=127.0.0.9:2888:3888\npeerType=observer\n"), 9);
     assert!(why.contains("peerType=observer"), "{why}");
+
+    // Quorum SASL: ZooKeeper's learner rules, and the QuorumLearner login from the JAAS file.
+    let (_, why) = reason(&format!("{ok}quorum.auth.learnerRequireSasl=true\n"), 9);
+    assert!(why.contains("needs quorum.auth.enableSasl=true"), "{why}");
+    let sasl = format!("{ok}quorum.auth.enableSasl=true\nquorum.auth.serverRequireSasl=true\n");
+    let (_, why) = reason(&sasl, 9);
+    assert!(why.contains("needs quorum.auth.learnerRequireSasl=true"), "{why}");
+    let c = with_file(&format!("{ok}quorum.auth.enableSasl=true\n"), id(9)).unwrap();
+    assert!(c.zab_quorum_auth.is_none(), "a Java learner sends no login unless learnerRequireSasl");
+    let sasl = format!("{ok}quorum.auth.enableSasl=true\nquorum.auth.learnerRequireSasl=true\n");
+    let (_, why) = reason(&sasl, 9);
+    assert!(why.contains("needs a JAAS file with a QuorumLearner section"), "{why}");
+    let jaas = std::env::temp_dir().join(format!("zkr-cfg-jaas-{}", std::process::id()));
+    std::fs::write(&jaas, "QuorumLearner {\n M required\n username=\"l\"\n password=\"p\";\n};\n").unwrap();
+    let c = with_file(&sasl, ServeArgs { jaas_config: Some(jaas.clone()), ..id(9) }).unwrap();
+    let creds = c.zab_quorum_auth.expect("the login");
+    assert_eq!((creds.user.as_str(), creds.password.as_str()), ("l", "p"));
+    assert!(c.sasl_users.is_none(), "a file of quorum sections only sets no client accounts");
+    let _ = std::fs::remove_file(&jaas);
 }

@@ -44,7 +44,15 @@ enum State {
 #[derive(Debug)]
 pub struct DigestServer {
     state: State,
+    protocol: &'static str,
+    server_name: &'static str,
 }
+
+/// ZooKeeper's quorum SASL (`SaslQuorumAuthLearner`/`SaslQuorumAuthServer`): protocol
+/// `zookeeper-quorum`, server name and realm `zk-quorum-sasl-md5` (checked against Debian's 3.8:
+/// any other digest-uri is refused as "Mismatched URI").
+pub const QUORUM_PROTOCOL: &str = "zookeeper-quorum";
+pub const QUORUM_SERVER_NAME: &str = "zk-quorum-sasl-md5";
 
 /// What a step produced: the token to send and, when the exchange is complete, the user.
 #[derive(Debug, PartialEq, Eq)]
@@ -61,7 +69,12 @@ impl Default for DigestServer {
 
 impl DigestServer {
     pub fn new() -> DigestServer {
-        DigestServer { state: State::Start }
+        DigestServer::for_service(PROTOCOL, SERVER_NAME)
+    }
+
+    /// The exchange for another service (quorum SASL: `QUORUM_PROTOCOL`, `QUORUM_SERVER_NAME`).
+    pub fn for_service(protocol: &'static str, server_name: &'static str) -> DigestServer {
+        DigestServer { state: State::Start, protocol, server_name }
     }
 
     /// Handles one client token. `nonce_bytes` seeds the challenge nonce (random in the server,
@@ -80,12 +93,14 @@ impl DigestServer {
                 let nonce = base64::engine::general_purpose::STANDARD.encode(nonce_bytes);
                 // The challenge as Java's DigestMD5Server words it: qop is left out when it is
                 // only the default "auth", maxbuf when it is the default 65536.
-                let challenge = format!("realm=\"{SERVER_NAME}\",nonce=\"{nonce}\",charset=utf-8,algorithm=md5-sess");
+                let challenge =
+                    format!("realm=\"{}\",nonce=\"{nonce}\",charset=utf-8,algorithm=md5-sess", self.server_name);
                 self.state = State::Challenged { nonce };
                 Ok(Step { token: challenge.into_bytes(), authorized: None })
             }
             State::Challenged { nonce } => {
-                let (rspauth, user) = verify(token, &nonce, users)?;
+                let uri = format!("{}/{}", self.protocol, self.server_name);
+                let (rspauth, user) = verify(token, &nonce, users, self.server_name, &uri)?;
                 Ok(Step { token: format!("rspauth={rspauth}").into_bytes(), authorized: Some(user) })
             }
             State::Done => Err(SaslError::Complete),
@@ -196,14 +211,20 @@ fn response_value(
 }
 
 /// Checks the client's digest-response; returns the rspauth value and the authorized user.
-fn verify(token: &[u8], nonce: &str, users: &BTreeMap<String, String>) -> Result<(String, String), SaslError> {
+fn verify(
+    token: &[u8],
+    nonce: &str,
+    users: &BTreeMap<String, String>,
+    server_name: &str,
+    want_uri: &str,
+) -> Result<(String, String), SaslError> {
     let text = std::str::from_utf8(token).map_err(|_| SaslError::Malformed("not UTF-8".into()))?;
     let d = directives(text)?;
     let get = |k: &str| d.get(k).map(String::as_str);
     let need = |k: &'static str| get(k).ok_or_else(|| SaslError::Malformed(format!("missing {k}")));
     let user = need("username")?;
     let realm = get("realm").unwrap_or("");
-    if realm != SERVER_NAME {
+    if realm != server_name {
         return Err(SaslError::Mismatch("realm"));
     }
     if need("nonce")? != nonce {
@@ -222,7 +243,7 @@ fn verify(token: &[u8], nonce: &str, users: &BTreeMap<String, String>) -> Result
         return Err(SaslError::Mismatch("charset"));
     }
     let uri = need("digest-uri")?;
-    if uri != format!("{PROTOCOL}/{SERVER_NAME}") {
+    if uri != want_uri {
         return Err(SaslError::Mismatch("digest-uri"));
     }
     let given = need("response")?;
@@ -242,6 +263,77 @@ fn verify(token: &[u8], nonce: &str, users: &BTreeMap<String, String>) -> Result
     }
     let rspauth = response_value(user, realm, password, nonce, cnonce, authzid, nc, qop, "", uri);
     Ok((rspauth, user.to_owned()))
+}
+
+/// The client side: what a ZooKeeper learner does toward a leader that requires quorum SASL
+/// (Java's DigestMD5Client as `SaslQuorumAuthLearner` drives it: an empty first token, one
+/// response to the challenge with authzid = the user, then the server's `rspauth` checked).
+#[derive(Debug)]
+pub struct DigestClient {
+    user: String,
+    password: String,
+    uri: String,
+    cnonce: String,
+    /// The `rspauth` the server must send once it accepted the response.
+    expect: Option<String>,
+}
+
+impl DigestClient {
+    /// `cnonce_bytes`: random in a learner, fixed in tests.
+    pub fn new(user: &str, password: &str, protocol: &str, server_name: &str, cnonce_bytes: &[u8]) -> DigestClient {
+        DigestClient {
+            user: user.to_owned(),
+            password: password.to_owned(),
+            uri: format!("{protocol}/{server_name}"),
+            cnonce: base64::engine::general_purpose::STANDARD.encode(cnonce_bytes),
+            expect: None,
+        }
+    }
+
+    /// The digest-response to the server's challenge.
+    pub fn respond(&mut self, challenge: &[u8]) -> Result<Vec<u8>, SaslError> {
+        let text = std::str::from_utf8(challenge).map_err(|_| SaslError::Malformed("not UTF-8".into()))?;
+        let d = directives(text)?;
+        let nonce = d.get("nonce").ok_or_else(|| SaslError::Malformed("challenge without a nonce".into()))?;
+        let realm = d.get("realm").map_or("", String::as_str);
+        if d.get("algorithm").is_some_and(|a| a != "md5-sess") {
+            return Err(SaslError::Mismatch("algorithm"));
+        }
+        if d.get("qop").is_some_and(|q| !q.split(',').any(|o| o.trim() == "auth")) {
+            return Err(SaslError::Mismatch("qop"));
+        }
+        let (user, nc, qop) = (self.user.as_str(), "00000001", "auth");
+        let value = |a2_prefix: &str| {
+            let (pw, cnonce) = (&self.password, &self.cnonce);
+            response_value(user, realm, pw, nonce, cnonce, Some(user), nc, qop, a2_prefix, &self.uri)
+        };
+        let response = value("AUTHENTICATE");
+        self.expect = Some(value(""));
+        let q = |v: &str| v.replace('\\', "\\\\").replace('"', "\\\"");
+        Ok(format!(
+            "charset=utf-8,username=\"{}\",realm=\"{}\",nonce=\"{}\",nc={nc},cnonce=\"{}\",digest-uri=\"{}\",\
+             maxbuf=65536,response={response},qop={qop},authzid=\"{}\"",
+            q(user),
+            q(realm),
+            q(nonce),
+            self.cnonce,
+            self.uri,
+            q(user)
+        )
+        .into_bytes())
+    }
+
+    /// Checks the server's last token (`rspauth=...`): the server knew the password too.
+    pub fn finish(&mut self, token: &[u8]) -> Result<(), SaslError> {
+        let text = std::str::from_utf8(token).map_err(|_| SaslError::Malformed("not UTF-8".into()))?;
+        let d = directives(text)?;
+        match (d.get("rspauth"), self.expect.take()) {
+            (Some(got), Some(want)) if got.eq_ignore_ascii_case(&want) => Ok(()),
+            (Some(_), Some(_)) => Err(SaslError::Mismatch("rspauth")),
+            (None, _) => Err(SaslError::Malformed("no rspauth in the server's last token".into())),
+            (_, None) => Err(SaslError::Complete),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -298,6 +390,29 @@ mod tests {
             "imap/elwood.innosoft.com",
         );
         assert_eq!(rsp, "ea40f60335c427b5527b84dbabcdfffd");
+    }
+
+    #[test]
+    fn the_client_side_passes_the_quorum_server_and_checks_its_rspauth() {
+        let users: BTreeMap<String, String> = [("learner".to_owned(), "pw".to_owned())].into();
+        let mut s = DigestServer::for_service(QUORUM_PROTOCOL, QUORUM_SERVER_NAME);
+        let mut c = DigestClient::new("learner", "pw", QUORUM_PROTOCOL, QUORUM_SERVER_NAME, b"cn");
+        let challenge = s.step(b"", &users, b"nonce").unwrap().token;
+        let done = s.step(&c.respond(&challenge).unwrap(), &users, b"").unwrap();
+        assert_eq!(done.authorized.as_deref(), Some("learner"));
+        c.finish(&done.token).unwrap();
+        // A wrong password is refused by the server; a forged rspauth by the client.
+        let mut s = DigestServer::for_service(QUORUM_PROTOCOL, QUORUM_SERVER_NAME);
+        let mut c = DigestClient::new("learner", "bad", QUORUM_PROTOCOL, QUORUM_SERVER_NAME, b"cn");
+        let challenge = s.step(b"", &users, b"nonce").unwrap().token;
+        let r = c.respond(&challenge).unwrap();
+        assert_eq!(s.step(&r, &users, b""), Err(SaslError::BadCredentials("learner".into())));
+        assert_eq!(c.finish(b"rspauth=00000000000000000000000000000000"), Err(SaslError::Mismatch("rspauth")));
+        // The client's URI must be the quorum one: the client port's server refuses it.
+        let mut s = DigestServer::new();
+        let mut c = DigestClient::new("learner", "pw", QUORUM_PROTOCOL, SERVER_NAME, b"cn");
+        let challenge = s.step(b"", &users, b"nonce").unwrap().token;
+        assert_eq!(s.step(&c.respond(&challenge).unwrap(), &users, b""), Err(SaslError::Mismatch("digest-uri")));
     }
 
     #[test]

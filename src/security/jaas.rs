@@ -9,9 +9,11 @@
 //! };
 //! ```
 //!
-//! Only the `Server` section is read (ZooKeeper's `zookeeper.sasl.serverconfig` default); its
-//! `user_<name>="<password>"` options are the accounts. Other sections (e.g. `Client`) are
-//! skipped. Errors name the file and line.
+//! The `Server` section (ZooKeeper's `zookeeper.sasl.serverconfig` default) holds the client
+//! port's accounts as `user_<name>="<password>"` options. An observer of a ZooKeeper ensemble
+//! that requires quorum SASL logs in with the `username`/`password` of the `QuorumLearner`
+//! section (`quorum.auth.learner.saslLoginContext`). Other sections are skipped. Errors name the
+//! file and line.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -37,7 +39,12 @@ pub enum JaasError {
     NoServer { file: String },
     #[error("cannot read {file}: {reason}")]
     Read { file: String, reason: String },
+    #[error("{file}: no {section} section with username=\"<name>\" and password=\"<password>\"")]
+    NoLogin { file: String, section: String },
 }
+
+/// Every section's options (of all its login module entries), by section name.
+pub type Sections = BTreeMap<String, BTreeMap<String, String>>;
 
 #[derive(Debug, Clone, PartialEq)]
 enum Tok {
@@ -123,12 +130,39 @@ fn tokenize(text: &str, file: &str) -> Result<Vec<(Tok, usize)>, JaasError> {
 
 /// Parses a JAAS file; returns the `user_` accounts of the `Server` section.
 pub fn parse(text: &str, file: &str) -> Result<BTreeMap<String, String>, JaasError> {
+    server_users(&parse_sections(text, file)?, file)
+}
+
+/// The `user_` accounts of the `Server` section.
+pub fn server_users(sections: &Sections, file: &str) -> Result<BTreeMap<String, String>, JaasError> {
+    let users: BTreeMap<String, String> = sections
+        .get(SERVER_SECTION)
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, v)| k.strip_prefix("user_").map(|u| (u.to_owned(), v.clone())))
+        .collect();
+    if users.is_empty() {
+        return Err(JaasError::NoServer { file: file.to_owned() });
+    }
+    Ok(users)
+}
+
+/// The `username` and `password` a section logs in with (ZooKeeper's `QuorumLearner`).
+pub fn login(sections: &Sections, section: &str, file: &str) -> Result<(String, String), JaasError> {
+    let s = sections.get(section);
+    match (s.and_then(|o| o.get("username")), s.and_then(|o| o.get("password"))) {
+        (Some(u), Some(p)) => Ok((u.clone(), p.clone())),
+        _ => Err(JaasError::NoLogin { file: file.to_owned(), section: section.to_owned() }),
+    }
+}
+
+/// Parses a JAAS file into its sections' options.
+pub fn parse_sections(text: &str, file: &str) -> Result<Sections, JaasError> {
     let toks = tokenize(text, file)?;
     let err = |line: usize, reason: String| JaasError::Syntax { file: file.to_owned(), line, reason };
     let last_line = toks.last().map_or(1, |t| t.1);
     let mut it = toks.into_iter().peekable();
-    let mut users = BTreeMap::new();
-    let mut found = false;
+    let mut sections = Sections::new();
     let expect = |it: &mut std::iter::Peekable<std::vec::IntoIter<(Tok, usize)>>, what: char| match it.next() {
         Some((Tok::Punct(c), _)) if c == what => Ok(()),
         Some((t, l)) => Err(err(l, format!("expected '{what}', found {t:?}"))),
@@ -139,6 +173,7 @@ pub fn parse(text: &str, file: &str) -> Result<BTreeMap<String, String>, JaasErr
             return Err(err(line, format!("expected a section name, found {tok:?}")));
         };
         expect(&mut it, '{')?;
+        let options = sections.entry(section.clone()).or_default();
         // Login module entries until the closing brace.
         loop {
             match it.next() {
@@ -161,18 +196,11 @@ pub fn parse(text: &str, file: &str) -> Result<BTreeMap<String, String>, JaasErr
                                     Some((Tok::Quoted(v) | Tok::Word(v), _)) => v,
                                     _ => return Err(err(kline, format!("option {key} has no value"))),
                                 };
-                                if section == SERVER_SECTION {
-                                    if let Some(user) = key.strip_prefix("user_") {
-                                        users.insert(user.to_owned(), value);
-                                    }
-                                }
+                                options.insert(key, value);
                             }
                             Some((t, l)) => return Err(err(l, format!("expected an option or ';', found {t:?}"))),
                             None => return Err(err(mline, format!("entry {module} is not closed with ';'"))),
                         }
-                    }
-                    if section == SERVER_SECTION {
-                        found = true;
                     }
                 }
                 Some((t, l)) => return Err(err(l, format!("expected a login module or '}}', found {t:?}"))),
@@ -181,10 +209,15 @@ pub fn parse(text: &str, file: &str) -> Result<BTreeMap<String, String>, JaasErr
         }
         expect(&mut it, ';')?;
     }
-    if !found || users.is_empty() {
-        return Err(JaasError::NoServer { file: file.to_owned() });
-    }
-    Ok(users)
+    Ok(sections)
+}
+
+/// Reads a JAAS file's sections.
+pub fn load_sections(path: &Path) -> Result<Sections, JaasError> {
+    let file = path.display().to_string();
+    let text =
+        std::fs::read_to_string(path).map_err(|e| JaasError::Read { file: file.clone(), reason: e.to_string() })?;
+    parse_sections(&text, &file)
 }
 
 /// Reads and parses a JAAS file.
@@ -208,6 +241,16 @@ mod tests {
         assert_eq!(users.get("bob").map(String::as_str), Some("bob-secret"));
         assert_eq!(users.get("super").map(String::as_str), Some("a;b"));
         assert_eq!(users.len(), 2);
+    }
+
+    #[test]
+    fn reads_the_quorum_learners_login() {
+        let text = "QuorumServer {\n org.apache.zookeeper.server.auth.DigestLoginModule required\n user_learner=\"pw\";\n};\n\
+                    QuorumLearner {\n org.apache.zookeeper.server.auth.DigestLoginModule required\n username=\"learner\"\n password=\"pw\";\n};\n";
+        let s = parse_sections(text, "j").unwrap();
+        assert_eq!(login(&s, "QuorumLearner", "j"), Ok(("learner".into(), "pw".into())));
+        assert_eq!(login(&s, "Other", "j"), Err(JaasError::NoLogin { file: "j".into(), section: "Other".into() }));
+        assert_eq!(server_users(&s, "j"), Err(JaasError::NoServer { file: "j".into() }));
     }
 
     #[test]

@@ -665,6 +665,7 @@ fn start_observer(
         max_buffer: cfg.max_frame.saturating_mul(2),
         last_zxid: zxid,
         epochs_dir: Some(cfg.data_dir.join("zab")),
+        auth: cfg.zab_quorum_auth.clone(),
     };
     let (core_tx, core_rx) = mpsc::channel(CORE_QUEUE);
     let weak = core_tx.downgrade();

@@ -8,6 +8,7 @@
 //! itself says LEADING (as `FastLeaderElection.checkLeader` requires of a leader that others
 //! follow).
 
+use super::quorum_auth::Credentials;
 use super::ZabError;
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -102,11 +103,24 @@ pub fn parse_notification(from: i64, p: &[u8]) -> Option<Vote> {
 }
 
 /// Asks one voter for its vote.
-fn ask(my_sid: i64, my_address: &str, v: &Voter, timeout: Duration) -> std::io::Result<Vote> {
+fn ask(
+    my_sid: i64,
+    my_address: &str,
+    v: &Voter,
+    timeout: Duration,
+    auth: Option<&Credentials>,
+) -> std::io::Result<Vote> {
     let mut s = TcpStream::connect_timeout(&v.election, timeout)?;
     s.set_read_timeout(Some(timeout))?;
     s.set_nodelay(true)?;
     let mut out = initial_message(my_sid, my_address);
+    if let Some(creds) = auth {
+        // QuorumCnxManager.startConnection: the initial message, then the login, and only
+        // then notifications (a voter that requires SASL closes on anything else).
+        s.write_all(&out)?;
+        out.clear();
+        super::quorum_auth::authenticate(&mut s, creds).map_err(|e| std::io::Error::other(e.to_string()))?;
+    }
     out.extend_from_slice(&looking_notification(1));
     s.write_all(&out)?;
     // The voter may send other notifications first: take the first that parses.
@@ -126,14 +140,20 @@ fn ask(my_sid: i64, my_address: &str, v: &Voter, timeout: Duration) -> std::io::
 }
 
 /// The leader a majority of `voters` agree on, asking each once.
-pub fn find_leader(my_sid: i64, my_address: &str, voters: &[Voter], timeout: Duration) -> Result<Found, ZabError> {
+pub fn find_leader(
+    my_sid: i64,
+    my_address: &str,
+    voters: &[Voter],
+    timeout: Duration,
+    auth: Option<&Credentials>,
+) -> Result<Found, ZabError> {
     if let Some(v) = voters.iter().find(|v| v.sid >= my_sid) {
         return Err(ZabError::SidTooLow { ours: my_sid, voter: v.sid });
     }
     let mut votes = Vec::new();
     let mut failed = Vec::new();
     for v in voters {
-        match ask(my_sid, my_address, v, timeout) {
+        match ask(my_sid, my_address, v, timeout, auth) {
             Ok(vote) => votes.push(vote),
             Err(e) => failed.push(format!("server.{} at {}: {e}", v.sid, v.election)),
         }

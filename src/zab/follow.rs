@@ -95,6 +95,8 @@ pub struct Follow {
     /// Where the epochs are kept (`acceptedEpoch` and `currentEpoch`, ZooKeeper's file names);
     /// `None`: in memory only.
     pub epochs_dir: Option<std::path::PathBuf>,
+    /// The quorum SASL login, when the ensemble requires one.
+    pub auth: Option<super::quorum_auth::Credentials>,
 }
 
 /// ZooKeeper's `acceptedEpoch` and `currentEpoch` files: the number as text. A missing file is
@@ -265,7 +267,8 @@ fn follow_loop(
             .filter_map(|v| resolve(&v.election).map(|election| Voter { sid: v.sid, election }))
             .collect();
         let attempt = (|| -> Result<(Learner, i64), ZabError> {
-            let found = find_leader(f.sid, &f.my_election, &voters, init_timeout.min(Duration::from_secs(5)))?;
+            let ask = init_timeout.min(Duration::from_secs(5));
+            let found = find_leader(f.sid, &f.my_election, &voters, ask, f.auth.as_ref())?;
             let quorum = f.voters.iter().find(|v| v.sid == found.leader).and_then(|v| resolve(&v.quorum));
             let Some(leader) = quorum else {
                 return Err(ZabError::NoLeader { votes: format!("server.{} has no quorum address", found.leader) });
@@ -278,6 +281,7 @@ fn follow_loop(
                 init_timeout,
                 sync_timeout,
                 max_buffer: f.max_buffer,
+                auth: f.auth.clone(),
             };
             let mut alive = true;
             let mut on = |s: Synced| {
@@ -499,6 +503,7 @@ mod tests {
             max_buffer: 1 << 20,
             last_zxid: 0,
             epochs_dir: None,
+            auth: None,
         };
         let (tx, rx) = channel();
         let following = spawn(f, move |up| tx.send(up).is_ok()).unwrap();

@@ -57,6 +57,8 @@ pub struct Options {
     pub sync_timeout: Duration,
     /// The largest buffer accepted (ZooKeeper's `jute.maxbuffer` plus its extra size).
     pub max_buffer: usize,
+    /// The quorum SASL login, when the ensemble requires one (`quorum_auth`).
+    pub auth: Option<super::quorum_auth::Credentials>,
 }
 
 /// How the leader brought this observer up to date.
@@ -169,6 +171,12 @@ impl Learner {
         let sock = TcpStream::connect_timeout(&opts.leader, opts.init_timeout).map_err(connect)?;
         sock.set_nodelay(true).map_err(connect)?;
         sock.set_read_timeout(Some(opts.init_timeout)).map_err(connect)?;
+        if let Some(creds) = &opts.auth {
+            // Before anything else on the socket, as Learner.connectToLeader authenticates.
+            let mut s = &sock;
+            super::quorum_auth::authenticate(&mut s, creds)
+                .map_err(|e| ZabError::Connect { addr: opts.leader, source: std::io::Error::other(e.to_string()) })?;
+        }
         let writer = Sender { sock: std::sync::Arc::new(parking_lot::Mutex::new(sock.try_clone().map_err(connect)?)) };
         let label = PathBuf::from(format!("ZooKeeper leader {}", opts.leader));
         let reader = Stream::new(BufReader::with_capacity(1 << 16, sock), label, opts.max_buffer);

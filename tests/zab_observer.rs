@@ -304,6 +304,18 @@ impl Session {
         h.err
     }
 
+    /// A read of `path`; `None` if the node is gone (NoNode).
+    async fn call_unless_gone(&mut self, op: OpCode, path: &str) -> Option<Response> {
+        self.xid += 1;
+        let body = RequestBody::PathWatch { path: path.into(), watch: false };
+        let (h, r) = self.raw.call(&req(self.xid, op, body)).await;
+        if h.err == -101 {
+            return None;
+        }
+        assert_eq!(h.err, 0, "{op:?} {path} (xid {}) of session 0x{:x} failed with {}", self.xid, self.id, h.err);
+        Some(r)
+    }
+
     pub(crate) async fn ping(&mut self) {
         let (h, _) = self.raw.call(&req(-2, OpCode::Ping, RequestBody::Empty)).await;
         assert_eq!(h.err, 0);
@@ -332,15 +344,13 @@ pub(crate) async fn zk_tree_at(addr: &str) -> Vec<(String, Option<bytes::Bytes>,
     let mut out = Vec::new();
     let mut todo = vec!["/".to_owned()];
     while let Some(p) = todo.pop() {
-        let Response::GetData { data, stat } =
-            s.call(OpCode::GetData, RequestBody::PathWatch { path: p.clone(), watch: false }).await
-        else {
-            panic!("getData {p}")
+        // A node listed a moment ago may be gone (an ephemeral of a session that just ended):
+        // it is not in this tree, and a comparison of two trees still sees any difference.
+        let Some(Response::GetData { data, stat }) = s.call_unless_gone(OpCode::GetData, &p).await else {
+            continue;
         };
-        let Response::Children(kids) =
-            s.call(OpCode::GetChildren, RequestBody::PathWatch { path: p.clone(), watch: false }).await
-        else {
-            panic!("getChildren {p}")
+        let Some(Response::Children(kids)) = s.call_unless_gone(OpCode::GetChildren, &p).await else {
+            continue;
         };
         for k in kids {
             todo.push(if p == "/" { format!("/{k}") } else { format!("{p}/{k}") });
@@ -733,6 +743,8 @@ async fn observe_a_live_ensemble(launch: Launch) {
     o.write(OpCode::SetData, RequestBody::SetData { path: "/obs".into(), data: Some("moved".into()), version: -1 })
         .await;
     assert_eq!(served_tree(port).await, served_tree(zk.client[leader]).await, "the same tree after both moves");
+    // Closed now, not left to expire (its ephemeral going) in the middle of a later comparison.
+    o.write(OpCode::CloseSession, RequestBody::Empty).await;
     // A session closed on ZooKeeper is expired for zkr too (the leader says so on REVALIDATE),
     // and so is a live one brought with the wrong password (checked on zkr).
     let mut dead = Session::open(zk.client[follower], 30_000).await;
@@ -784,6 +796,8 @@ async fn observe_a_live_ensemble(launch: Launch) {
     assert!(exists(zk.client[survivor], "/obs-kept").await, "kept alive through zkr's PING replies to the new leader");
     k.write(OpCode::SetData, RequestBody::SetData { path: "/obs-kept".into(), data: Some("x".into()), version: -1 })
         .await;
+    // Its 4 s timeout would otherwise end it (and its ephemeral) during the comparison below.
+    k.write(OpCode::CloseSession, RequestBody::Empty).await;
     let new_leader = zk.leader_of(&[survivor, (0..3).find(|i| *i != leader && *i != survivor).unwrap()]).await;
     assert_eq!(
         served_tree(port).await,

@@ -41,17 +41,24 @@ pub fn dynamic_text<'a>(members: impl IntoIterator<Item = (u64, &'a ServerSpec)>
 
 /// zoo.cfg's new text: every line but the ensemble's, then `dynamicConfigFile=`.
 pub fn static_text(old: &str, dynamic: &Path, erase_client: bool) -> String {
+    let mut out = without_keys(old, |k| moves_out(k, erase_client));
+    out.push_str(&format!("dynamicConfigFile={}\n", dynamic.display()));
+    out
+}
+
+/// zoo.cfg's text without the `key=value` lines whose key `gone` names (comments and every
+/// other line kept as they were).
+pub fn without_keys(old: &str, gone: impl Fn(&str) -> bool) -> String {
     let mut out = String::new();
     for raw in old.lines() {
         let line = raw.trim();
         let key = line.split_once('=').map(|(k, _)| k.trim());
-        if matches!(key, Some(k) if !line.starts_with('#') && moves_out(k, erase_client)) {
+        if matches!(key, Some(k) if !line.starts_with('#') && gone(k)) {
             continue;
         }
         out.push_str(raw);
         out.push('\n');
     }
-    out.push_str(&format!("dynamicConfigFile={}\n", dynamic.display()));
     out
 }
 

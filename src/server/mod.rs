@@ -558,8 +558,7 @@ async fn start_member(
     let listener = crate::listen::Listener::following(listener, peer_addr_rx, "peer");
     let peers = tokio::spawn(member::serve_peers(port, listener, shutdown.clone()));
     if seeding {
-        // A quorum answered the seed's probe a moment ago, so they are up: the seed stands for
-        // election now rather than after an election timeout (the write pause of a takeover).
+        // A quorum just answered the seed's probe: stand for election now, not after a timeout.
         let raft = raft.clone();
         tokio::spawn(async move {
             if let Err(e) = raft.trigger().elect().await {
@@ -591,8 +590,7 @@ async fn start_member(
                 _ = stop.cancelled() => return,
                 _ = tokio::time::sleep(wait) => {}
             }
-            // A member that waited for a seed has it by now (from the seed's leader): nothing
-            // to initialize, and openraft would log an ERROR for trying.
+            // A member that waited for a seed may have it by now: nothing left to initialize.
             if raft.is_initialized().await.unwrap_or(true) || !status.seed.lock().may_initialize() {
                 return;
             }

@@ -101,16 +101,7 @@ pub fn member_config(old: &str, members: &[(u64, ServerSpec)]) -> String {
             || k == "dynamicConfigFile"
             || k == "zkr.ensembleProtocol"
     };
-    let mut out = String::new();
-    for raw in old.lines() {
-        let line = raw.trim();
-        let key = line.split_once('=').map(|(k, _)| k.trim());
-        if matches!(key, Some(k) if !line.starts_with('#') && gone(k)) {
-            continue;
-        }
-        out.push_str(raw);
-        out.push('\n');
-    }
+    let mut out = crate::raft::config_file::without_keys(old, gone);
     for (id, spec) in members {
         out.push_str(&format!("server.{id}={}\n", spec.config_value()));
     }

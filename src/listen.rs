@@ -6,8 +6,17 @@
 
 use std::io;
 use std::net::SocketAddr;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::watch;
+
+/// Binds `addr` with SO_REUSEADDR (as tokio's `TcpListener::bind` does) and listens with
+/// `backlog` pending connections (tokio's `bind` asks for 1024, and Rust's std for 128).
+pub fn bind(addr: SocketAddr, backlog: u32) -> io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(backlog)
+}
 
 /// The sending side: the address to listen on from now (`host:port`).
 pub type Follow = watch::Sender<Option<String>>;
@@ -17,22 +26,33 @@ pub fn follow() -> (Follow, watch::Receiver<Option<String>>) {
     watch::channel(None)
 }
 
+/// What a moved listener asks for unless told otherwise (tokio's `bind`).
+const DEFAULT_MOVED_BACKLOG: u32 = 1024;
+
 pub struct Listener {
     inner: TcpListener,
     addr: Option<watch::Receiver<Option<String>>>,
     /// What listens here, for the log lines ("client", "peer").
     what: &'static str,
+    /// The backlog a moved listener listens with.
+    backlog: u32,
 }
 
 impl Listener {
     /// A listener that never moves.
     pub fn fixed(inner: TcpListener, what: &'static str) -> Listener {
-        Listener { inner, addr: None, what }
+        Listener { inner, addr: None, what, backlog: DEFAULT_MOVED_BACKLOG }
     }
 
     /// A listener that moves whenever `addr` names a new address.
     pub fn following(inner: TcpListener, addr: watch::Receiver<Option<String>>, what: &'static str) -> Listener {
-        Listener { inner, addr: Some(addr), what }
+        Listener { inner, addr: Some(addr), what, backlog: DEFAULT_MOVED_BACKLOG }
+    }
+
+    /// The backlog the listener uses when a reconfig moves it.
+    pub fn with_backlog(mut self, backlog: u32) -> Listener {
+        self.backlog = backlog;
+        self
     }
 
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
@@ -68,7 +88,12 @@ impl Listener {
                 return;
             }
         }
-        match TcpListener::bind(next).await {
+        let bound = match resolved {
+            Ok(Some(addr)) => bind(addr, self.backlog),
+            Ok(None) => Err(io::Error::new(io::ErrorKind::NotFound, "the name resolves to no address")),
+            Err(e) => Err(e),
+        };
+        match bound {
             Ok(l) => {
                 let now = l.local_addr().ok();
                 tracing::info!(what = self.what, from = ?old, to = ?now, "listening on the address the new configuration gives this member");

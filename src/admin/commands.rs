@@ -85,7 +85,7 @@ pub async fn run(ops: &Ops, name: &str) -> Json {
             m.insert("min_session_timeout".into(), json!(c.min_session_timeout_ms));
             m.insert("max_session_timeout".into(), json!(c.max_session_timeout_ms));
             m.insert("server_id".into(), json!(c.server_id));
-            m.insert("client_port_listen_backlog".into(), json!(-1));
+            m.insert("client_port_listen_backlog".into(), json!(c.listen_backlog.map_or(-1, i64::from)));
         }
         "environment" => {
             for (k, v) in crate::server::four_letter::environment() {

@@ -148,6 +148,10 @@ impl Config {
         if let Some(v) = k.within("maxClientCnxns", 0, u32::MAX as i64)? {
             self.max_client_cnxns = v as u32;
         }
+        // ZooKeeper takes -1 (its default) or 0 as "the JVM's default backlog".
+        if let Some(v) = k.within("clientPortListenBacklog", -1, i32::MAX as i64)? {
+            self.listen_backlog = (v > 0).then_some(v as u32);
+        }
         // ZooKeeper logs and ignores a negative maxCnxns; zkr refuses it like any bad number.
         if let Some(v) = k.within("maxCnxns", 0, u32::MAX as i64)? {
             self.max_connections = v as u32;
@@ -503,6 +507,7 @@ pub(super) const USED: &[&str] = &[
     "minSessionTimeout",
     "maxSessionTimeout",
     "maxClientCnxns",
+    "clientPortListenBacklog",
     "maxCnxns",
     "nio.sessionlessCnxnTimeout",
     "jute.maxbuffer",

@@ -27,6 +27,11 @@ pub enum ConfigError {
     Ensemble(#[from] crate::raft::members::MembersError),
 }
 
+/// The client port's listen backlog when zoo.cfg sets none. ZooKeeper's default (-1) is the
+/// JVM's 50, which drops SYNs in a reconnect storm (the clients retry after a second); the
+/// kernel caps this at net.core.somaxconn (4096 by default).
+pub const DEFAULT_LISTEN_BACKLOG: u32 = 4096;
+
 /// Faults a test can inject into one member (never set in production).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Failpoints {
@@ -197,6 +202,9 @@ pub struct Config {
     pub min_session_timeout_ms: u32,
     pub max_session_timeout_ms: u32,
     pub max_client_cnxns: u32,
+    /// The client port's listen backlog (zoo.cfg clientPortListenBacklog); None: zkr's default,
+    /// `DEFAULT_LISTEN_BACKLOG`.
+    pub listen_backlog: Option<u32>,
     /// Connections in total (zoo.cfg maxCnxns); 0 = unlimited.
     pub max_connections: u32,
     /// Time allowed to send a complete ConnectRequest (zoo.cfg nio.sessionlessCnxnTimeout).
@@ -280,6 +288,7 @@ impl Default for Config {
             min_session_timeout_ms: 4000,
             max_session_timeout_ms: 40000,
             max_client_cnxns: 60,
+            listen_backlog: None,
             max_connections: 0,
             handshake_timeout_ms: 10_000,
             max_frame: 1_048_575,

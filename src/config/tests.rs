@@ -185,6 +185,18 @@ fn connection_limits_use_zookeeper_keys() {
     assert!(with_file("maxCnxns=-1\n", ServeArgs::default()).is_err());
 }
 
+/// clientPortListenBacklog: a positive value is the backlog; -1 and 0 (ZooKeeper's "the
+/// JVM's default") and no key give zkr's default; below -1 is refused.
+#[test]
+fn listen_backlog_uses_zookeepers_key() {
+    let c = with_file("clientPortListenBacklog=20000\n", ServeArgs::default()).unwrap();
+    assert_eq!(c.listen_backlog, Some(20000));
+    for text in ["clientPortListenBacklog=-1\n", "clientPortListenBacklog=0\n", ""] {
+        assert_eq!(with_file(text, ServeArgs::default()).unwrap().listen_backlog, None, "{text}");
+    }
+    assert!(with_file("clientPortListenBacklog=-2\n", ServeArgs::default()).is_err());
+}
+
 #[test]
 fn malformed_lines_name_file_and_line() {
     let e = with_file("tickTime=2000\nthis is wrong\n", ServeArgs::default()).unwrap_err();

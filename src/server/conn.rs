@@ -175,7 +175,7 @@ struct Live {
     permits: Arc<Semaphore>,
     last_heard: Arc<AtomicU64>,
     /// The reader's own way to the writer, for the replies it gives itself (pings, local reads).
-    out: mpsc::Sender<Outbound>,
+    out: super::outchan::Sender<Outbound>,
     queued: QueuedBytes,
     gate: super::view::Gate,
 }
@@ -188,7 +188,7 @@ impl Live {
         cs: &Arc<ConnStats>,
         tls_ids: Vec<Id>,
     ) -> (Live, ConnHandle, tokio::task::JoinHandle<()>) {
-        let (tx, rx) = mpsc::channel(ctx.cfg.max_outbound_queue);
+        let (tx, rx) = super::outchan::channel(ctx.cfg.max_outbound_queue);
         let live = Live {
             cancel: ctx.shutdown.child_token(),
             permits: Arc::new(Semaphore::new(ctx.cfg.max_outstanding_per_conn)),
@@ -346,7 +346,7 @@ fn encode(msg: Outbound, out: &mut OutBuf, permits: &Semaphore, stats: &ServerSt
 }
 
 async fn write_loop<W: AsyncWrite + Unpin>(
-    mut rx: mpsc::Receiver<Outbound>,
+    mut rx: super::outchan::Receiver<Outbound>,
     mut wr: W,
     permits: Arc<Semaphore>,
     cancel: CancellationToken,

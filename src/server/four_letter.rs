@@ -126,7 +126,7 @@ pub async fn render(word: &str, ops: &Ops) -> String {
             let c = &ops.cfg;
             format!(
                 "clientPort={}\nsecureClientPort=-1\ndataDir={}\ndataDirSize={data_size}\ndataLogDir={}\ndataLogSize={log_size}\n\
-                 tickTime={}\nmaxClientCnxns={}\nminSessionTimeout={}\nmaxSessionTimeout={}\nclientPortListenBacklog=-1\nserverId={}\n",
+                 tickTime={}\nmaxClientCnxns={}\nminSessionTimeout={}\nmaxSessionTimeout={}\nclientPortListenBacklog={}\nserverId={}\n",
                 c.port,
                 data_dir.display(),
                 log_dir.display(),
@@ -134,6 +134,7 @@ pub async fn render(word: &str, ops: &Ops) -> String {
                 c.max_client_cnxns,
                 c.min_session_timeout_ms,
                 c.max_session_timeout_ms,
+                c.listen_backlog.map_or(-1, i64::from),
                 c.server_id
             )
         }

@@ -13,6 +13,7 @@ pub mod four_letter;
 pub mod ops;
 mod outbound;
 mod outbuf;
+pub(crate) mod outchan;
 pub(crate) mod outqueue;
 mod reads;
 pub mod stats;
@@ -141,13 +142,14 @@ impl Server {
     pub async fn start(cfg: Config) -> Result<Server, StartError> {
         let cfg = Arc::new(cfg);
         let bind_err = |source| StartError::Bind { addr: format!("{}:{}", cfg.bind, cfg.port), source };
-        let listener = TcpListener::bind((cfg.bind, cfg.port)).await.map_err(bind_err)?;
+        let backlog = cfg.listen_backlog.unwrap_or(crate::config::DEFAULT_LISTEN_BACKLOG);
+        let listener = crate::listen::bind((cfg.bind, cfg.port).into(), backlog).map_err(bind_err)?;
         let addr = listener.local_addr().map_err(bind_err)?;
         let secure = match &cfg.tls {
             Some(t) => {
                 let acceptor = crate::security::tls::TlsContext::load(t.clone())?;
                 let bind_err = |source| StartError::Bind { addr: format!("{}:{}", t.bind, t.port), source };
-                let l = TcpListener::bind((t.bind, t.port)).await.map_err(bind_err)?;
+                let l = crate::listen::bind((t.bind, t.port).into(), backlog).map_err(bind_err)?;
                 let a = l.local_addr().map_err(bind_err)?;
                 Some((l, acceptor, a))
             }
@@ -218,7 +220,8 @@ impl Server {
         let listener = match client_follow {
             Some(rx) => crate::listen::Listener::following(listener, rx, "client"),
             None => crate::listen::Listener::fixed(listener, "client"),
-        };
+        }
+        .with_backlog(backlog);
         let mut accept = vec![tokio::spawn(accept_loop(listener, None, shared.clone()))];
         tracing::info!(%addr, "zkr accepting client connections");
         let mut secure_addr = None;
@@ -383,29 +386,34 @@ async fn accept_loop(
         let _ = stream.set_nodelay(true);
         // The acceptor of the moment: a reloaded key store serves new connections only.
         let tls = tls.as_ref().map(|t| t.acceptor());
+        // Two tasks, not one with a branch: a task's future is as large as its largest branch,
+        // and the TLS one (rustls' state inline) made every plain connection's task 5.6 KiB.
+        let Some(acceptor) = tls else {
+            let plain = async move {
+                conn::serve(stream, ctx, Vec::new()).await;
+                drop(slot);
+            };
+            tokio::spawn(plain);
+            continue;
+        };
         tokio::spawn(async move {
-            match tls {
-                None => conn::serve(stream, ctx, Vec::new()).await,
-                Some(acceptor) => {
-                    let id = ctx.id;
-                    let stream = match tokio::time::timeout_at(ctx.handshake_deadline, acceptor.accept(stream)).await {
-                        Ok(Ok(s)) => s,
-                        Ok(Err(e)) => {
-                            tracing::info!(conn = id, %peer, "closing connection: TLS handshake failed: {e}");
-                            return;
-                        }
-                        Err(_) => {
-                            tracing::info!(conn = id, %peer, "closing connection: no TLS handshake within the deadline");
-                            return;
-                        }
-                    };
-                    let ids = crate::security::tls::identities(
-                        stream.get_ref().1.peer_certificates(),
-                        ctx.cfg.x509_super_user.as_deref(),
-                    );
-                    conn::serve(stream, ctx, ids).await
+            let id = ctx.id;
+            let stream = match tokio::time::timeout_at(ctx.handshake_deadline, acceptor.accept(stream)).await {
+                Ok(Ok(s)) => s,
+                Ok(Err(e)) => {
+                    tracing::info!(conn = id, %peer, "closing connection: TLS handshake failed: {e}");
+                    return;
                 }
-            }
+                Err(_) => {
+                    tracing::info!(conn = id, %peer, "closing connection: no TLS handshake within the deadline");
+                    return;
+                }
+            };
+            let ids = crate::security::tls::identities(
+                stream.get_ref().1.peer_certificates(),
+                ctx.cfg.x509_super_user.as_deref(),
+            );
+            conn::serve(stream, ctx, ids).await;
             drop(slot);
         });
     }

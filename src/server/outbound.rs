@@ -39,7 +39,7 @@ impl Outbound {
 #[derive(Debug, Clone)]
 pub struct ConnHandle {
     pub id: ConnId,
-    pub tx: mpsc::Sender<Outbound>,
+    pub tx: super::outchan::Sender<Outbound>,
     pub cancel: CancellationToken,
     pub peer: IpAddr,
     /// Identities from the TLS client certificate (`x509`, maybe `super`), added at connect.
@@ -95,7 +95,7 @@ pub type Durable = Arc<std::sync::atomic::AtomicI64>;
 pub struct Delivery {
     pub conn: ConnId,
     pub peer: IpAddr,
-    pub tx: mpsc::Sender<Outbound>,
+    pub tx: super::outchan::Sender<Outbound>,
     pub cancel: CancellationToken,
     pub queued: super::outqueue::QueuedBytes,
     /// The connection's order gate (`Gate`), held while the message is queued.

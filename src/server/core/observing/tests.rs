@@ -21,7 +21,7 @@ struct Observer {
 
 struct Client {
     id: ConnId,
-    rx: mpsc::Receiver<Outbound>,
+    rx: crate::server::outchan::Receiver<Outbound>,
     _cancel: CancellationToken,
 }
 
@@ -60,7 +60,7 @@ impl Observer {
     }
 
     fn connect(&mut self, id: ConnId, session_id: i64, password: Vec<u8>) -> Client {
-        let (tx, rx) = mpsc::channel(64);
+        let (tx, rx) = crate::server::outchan::channel(64);
         let cancel = CancellationToken::new();
         let handle = ConnHandle {
             id,

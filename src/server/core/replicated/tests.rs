@@ -22,7 +22,7 @@ struct Member {
 /// A client connection of a member, read by the test.
 struct Client {
     id: ConnId,
-    rx: mpsc::Receiver<Outbound>,
+    rx: crate::server::outchan::Receiver<Outbound>,
     cancel: CancellationToken,
 }
 
@@ -59,7 +59,7 @@ fn member_with(me: u64, cfg: Config) -> Member {
 
 impl Member {
     fn connect(&mut self, id: ConnId, session_id: i64, password: Vec<u8>) -> Client {
-        let (tx, rx) = mpsc::channel(64);
+        let (tx, rx) = crate::server::outchan::channel(64);
         let cancel = CancellationToken::new();
         let handle = ConnHandle {
             id,

@@ -241,8 +241,8 @@ async fn consumer(
                         f.header.err
                     )));
                 }
-                let children =
-                    children(&f.body).ok_or_else(|| BenchError::Protocol("undecodable getChildren2 reply".into()))?;
+                let children = client::children(&f.body)
+                    .ok_or_else(|| BenchError::Protocol("undecodable getChildren2 reply".into()))?;
                 relists += 1;
                 tracker.listed(id, i, a.interfaces, &children);
                 if inflight.is_empty() {
@@ -255,21 +255,6 @@ async fn consumer(
     }
     let _ = tokio::time::timeout(Duration::from_secs(10), c.call(&client::close_session(xid))).await;
     Ok(relists)
-}
-
-/// The names of a getChildren2 reply body, borrowed (the loader must stay cheap: it shares the
-/// machine with the server it measures).
-fn children(body: &[u8]) -> Option<Vec<&[u8]>> {
-    let int = |b: &[u8], at: usize| Some(i32::from_be_bytes(b.get(at..at + 4)?.try_into().ok()?));
-    let n = int(body, 0)?;
-    let mut at = 4;
-    let mut out = Vec::with_capacity(n.max(0) as usize);
-    for _ in 0..n {
-        let len = int(body, at)?.max(0) as usize;
-        out.push(body.get(at + 4..at + 4 + len)?);
-        at += 4 + len;
-    }
-    (body.len() == at + crate::proto::Stat::WIRE_LEN).then_some(out)
 }
 
 struct Live {

@@ -28,6 +28,20 @@ pub struct Conn {
     pub session_id: i64,
 }
 
+/// What a client keeps to re-attach its session after a connection loss.
+#[derive(Debug, Clone)]
+pub struct Resume {
+    pub session_id: i64,
+    pub password: Vec<u8>,
+    pub last_zxid: i64,
+}
+
+/// The outcome of a handshake.
+pub enum Attached {
+    Live(Conn, ConnectResponse),
+    Expired,
+}
+
 /// A reply or a notification, header decoded, body kept as bytes.
 pub struct Frame {
     pub header: ReplyHeader,
@@ -37,21 +51,31 @@ pub struct Frame {
 impl Conn {
     /// Connects and opens a new session with `timeout_ms`.
     pub async fn open(server: &str, timeout_ms: i32) -> Result<Conn, BenchError> {
-        tokio::time::timeout(HANDSHAKE_TIMEOUT, Conn::open_inner(server, timeout_ms))
+        let fresh = Resume { session_id: 0, password: vec![0; 16], last_zxid: 0 };
+        match Conn::attach(server, timeout_ms, &fresh).await? {
+            Attached::Live(c, _) => Ok(c),
+            Attached::Expired => Err(BenchError::Protocol("session refused".into())),
+        }
+    }
+
+    /// Connects and opens (session id 0) or re-attaches a session, as a client does after a
+    /// connection loss: the server answers an expired session with a zero timeout.
+    pub async fn attach(server: &str, timeout_ms: i32, resume: &Resume) -> Result<Attached, BenchError> {
+        tokio::time::timeout(HANDSHAKE_TIMEOUT, Conn::attach_inner(server, timeout_ms, resume))
             .await
             .map_err(|_| BenchError::Protocol(format!("no handshake from {server} within 30 s")))?
     }
 
-    async fn open_inner(server: &str, timeout_ms: i32) -> Result<Conn, BenchError> {
+    async fn attach_inner(server: &str, timeout_ms: i32, resume: &Resume) -> Result<Attached, BenchError> {
         let s = TcpStream::connect(server).await?;
         s.set_nodelay(true)?;
         let (rd, mut wr) = s.into_split();
         let req = ConnectRequest {
             protocol_version: 0,
-            last_zxid_seen: 0,
+            last_zxid_seen: resume.last_zxid,
             timeout_ms,
-            session_id: 0,
-            password: vec![0; 16],
+            session_id: resume.session_id,
+            password: resume.password.clone(),
             read_only: Some(false),
         };
         let mut b = BytesMut::new();
@@ -61,10 +85,13 @@ impl Conn {
         let f = frames.next().await.ok_or_else(|| BenchError::Protocol("closed during handshake".into()))?;
         let f = f.map_err(|e| BenchError::Protocol(e.to_string()))?;
         let resp = ConnectResponse::parse(&f).map_err(|e| BenchError::Protocol(e.to_string()))?;
-        if resp.session_id == 0 {
-            return Err(BenchError::Protocol("session refused".into()));
+        // ZooKeeper (NIOServerCnxn/finishSessionInit) answers an expired or unknown session with
+        // timeout 0 and session id 0, and the Java client reports Expired on a timeout <= 0.
+        if resp.timeout_ms <= 0 || resp.session_id == 0 {
+            return Ok(Attached::Expired);
         }
-        Ok(Conn { frames, wr, session_id: resp.session_id })
+        let session_id = resp.session_id;
+        Ok(Attached::Live(Conn { frames, wr, session_id }, resp))
     }
 
     /// The next frame from the server (reply or notification).
@@ -176,4 +203,19 @@ pub async fn ensure_paths(server: &str, paths: &[String]) -> Result<(), BenchErr
 /// Decodes a notification body.
 pub fn event(body: &[u8]) -> Result<WatcherEvent, BenchError> {
     WatcherEvent::parse(body).map(|(_, e)| e).map_err(|e| BenchError::Protocol(format!("bad notification: {e:?}")))
+}
+
+/// The names of a getChildren2 reply body, borrowed (the loader must stay cheap: it shares the
+/// machine with the server it measures).
+pub fn children(body: &[u8]) -> Option<Vec<&[u8]>> {
+    let int = |b: &[u8], at: usize| Some(i32::from_be_bytes(b.get(at..at + 4)?.try_into().ok()?));
+    let n = int(body, 0)?;
+    let mut at = 4;
+    let mut out = Vec::with_capacity(n.max(0) as usize);
+    for _ in 0..n {
+        let len = int(body, at)?.max(0) as usize;
+        out.push(body.get(at + 4..at + 4 + len)?);
+        at += 4 + len;
+    }
+    (body.len() == at + crate::proto::Stat::WIRE_LEN).then_some(out)
 }

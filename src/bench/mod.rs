@@ -10,6 +10,7 @@ pub mod fill;
 pub mod floor;
 pub mod pacer;
 pub mod rw;
+pub mod scale;
 pub mod scan;
 pub mod sessions;
 pub mod stats;
@@ -62,6 +63,9 @@ pub enum Workload {
     Churn(churn::ChurnArgs),
     /// Many sessions held open and pinging; the server's CPU and RSS.
     Sessions(sessions::SessionsArgs),
+    /// A Dubbo registry at scale: many sessions, providers, watching consumers, a rolling
+    /// release, a member killed (reconnect storm) and restarted (issue 25).
+    Scale(scale::ScaleArgs),
     /// Create COUNT persistent nodes with Dubbo-like names under /bench/svc/providers.
     Fill(fill::FillArgs),
     /// Not a workload: a server that only replays pre-encoded replies, the loopback floor
@@ -110,7 +114,13 @@ const METHODS: [&str; 24] = [
 /// Each provider has its own IP, port, pid and timestamp; the method list (the same for every
 /// provider, as for providers of one interface) grows, and its last name is cut, to reach `len`.
 pub fn provider_name(i: u64, len: usize) -> String {
-    let iface = "com.demo.OrderService";
+    provider_url("com.demo.OrderService", i, i, len)
+}
+
+/// A provider URL of interface `iface` for provider `i` (its address, port and pid) registered at
+/// moment `stamp` (its timestamp parameter: a restarted provider registers a new name), `len`
+/// bytes long as in `provider_name`.
+pub fn provider_url(iface: &str, i: u64, stamp: u64, len: usize) -> String {
     let head = format!(
         "dubbo%3A%2F%2F10.{}.{}.{}%3A{}%2F{iface}%3Fanyhost%3Dtrue%26application%3Dorder-provider\
          %26deprecated%3Dfalse%26dubbo%3D2.0.2%26dynamic%3Dtrue%26generic%3Dfalse\
@@ -124,7 +134,7 @@ pub fn provider_name(i: u64, len: usize) -> String {
         "%26pid%3D{}%26release%3D3.2.10%26revision%3D1.4.2\
          %26side%3Dprovider%26timeout%3D3000%26timestamp%3D{}",
         1000 + (i * 7) % 64_000,
-        1_732_918_461_337u64 + i.wrapping_mul(7_919) % 86_400_000,
+        1_732_918_461_337u64 + stamp.wrapping_mul(7_919) % 86_400_000,
     );
     let room = len.saturating_sub(head.len() + tail.len()).max(METHODS[0].len());
     let mut methods = String::new();
@@ -157,6 +167,7 @@ pub async fn run(args: BenchArgs) -> Result<(), BenchError> {
         Workload::Mixed(a) => rw::run(a, rw::Mix::Mixed).await,
         Workload::Churn(a) => churn::run(a).await,
         Workload::Sessions(a) => sessions::run(a).await,
+        Workload::Scale(a) => scale::run(a).await,
         Workload::Fill(a) => fill::run(a).await,
         Workload::FloorServe(a) => floor::run(a).await,
     }

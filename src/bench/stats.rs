@@ -16,6 +16,16 @@ impl Latencies {
         self.us.push(d.as_micros().min(u32::MAX as u128) as u32);
     }
 
+    /// Records a sample already in microseconds (as another process reported it).
+    pub fn record_us(&mut self, us: u32) {
+        self.us.push(us);
+    }
+
+    /// The samples, in microseconds.
+    pub fn raw(&self) -> &[u32] {
+        &self.us
+    }
+
     pub fn merge(&mut self, other: Latencies) {
         self.us.extend(other.us);
     }

@@ -10,23 +10,25 @@
 #
 #   scripts/bench-scale.sh            S = 100,000, or as many as the open-file limit lets a survivor hold
 #   scripts/bench-scale.sh --quick    S = 20,000 (under 10 minutes)
-#   scripts/bench-scale.sh --sessions N [--steady-secs X]   any size (the cost curve uses it)
+#   scripts/bench-scale.sh --sessions N [--steady-secs X] [--no-storm]   any size; the cost curve
+#                                     (scripts/bench-scale-curve.sh) uses it without the storm
 #
-# It raises the open-file limit and, as root, the local port range and the accept backlogs for
-# its run (restored on exit). Environment: BENCH_SCALE_PORT_BASE (default 22000: clients
+# It raises the open-file limit and, as root, the kernel's accept backlogs for its run
+# (restored on exit). Environment: BENCH_SCALE_PORT_BASE (default 22000: clients
 # base+1..3 ZooKeeper, +11..13 zkr; peers +101..; elections +201..), BENCH_OUT (raw results,
 # default target/bench/scale-<UTC time>.txt), BENCH_ONLY ("zk zkr", a subset), KEEP=1 keeps the
 # scratch directory, ZKR_BIN, SCALE_EXTRA (more `zkr bench scale` flags).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-SESSIONS=100000; STEADY=30; QUICK=0
+SESSIONS=100000; STEADY=30; QUICK=0; STORM=1
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) QUICK=1; SESSIONS=20000; STEADY=20 ;;
     --sessions) SESSIONS=$2; shift ;;
     --steady-secs) STEADY=$2; shift ;;
-    *) echo "usage: $0 [--quick] [--sessions N] [--steady-secs X]" >&2; exit 2 ;;
+    --no-storm) STORM=0 ;;
+    *) echo "usage: $0 [--quick] [--sessions N] [--steady-secs X] [--no-storm]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -55,11 +57,12 @@ cleanup() {
 trap cleanup EXIT
 log() { echo "[$(date -u +%H:%M:%S)] $*" >&2; }
 
-# Limits: a file per session on the server and on the loader; 100,000 connections from one
-# loopback address to three ports need more than the default 28,000 ephemeral ports per port.
+# Limits: a file per session on the server and on the loader. The local port range is left
+# alone: the kernel reuses an ephemeral port towards different server ports, so its 28,000 are per
+# member, and a wider range would hand the members' own peer ports to the loader's sockets.
 ulimit -n 1048576 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 if [ "$(id -u)" = 0 ]; then
-  for kv in "net.ipv4.ip_local_port_range=1024 65535" net.core.somaxconn=65535 net.ipv4.tcp_max_syn_backlog=65535; do
+  for kv in net.core.somaxconn=65535 net.ipv4.tcp_max_syn_backlog=65535; do
     k=${kv%%=*}
     SYSCTL_OLD[$k]=$(sysctl -n "$k" 2>/dev/null | tr '\t' ' ') || continue
     sysctl -q -w "$kv" >/dev/null 2>&1 || log "could not set $kv"
@@ -71,6 +74,8 @@ fi
 # CAP_SYS_RESOURCE), the size is cut to what the survivors can hold, and the output says so.
 NOFILE=$(ulimit -n)
 FIT=$(( (NOFILE - 1000) * 2 ))
+# Without a member killed, the three members share the sessions.
+[ $STORM = 1 ] || FIT=$(( (NOFILE - 1000) * 3 ))
 ASKED=$SESSIONS
 if [ "$SESSIONS" -gt "$FIT" ]; then
   SESSIONS=$FIT
@@ -102,10 +107,12 @@ for s in zk zkr; do
   start "$s"
   l=$(leader "$s")
   f=1; [ "$l" = 1 ] && f=2
+  kill_args=()
+  [ $STORM = 0 ] || kill_args=(--kill-member $((f - 1)) --restart-cmd "$(restart_cmd "$s" "$f")")
   # shellcheck disable=SC2086
   line=$(timeout 5400 "$ZKR" bench scale --server "$(hosts "$s")" --server-pid "$(pids)" \
-    --sessions "$SESSIONS" --steady-secs "$STEADY" --kill-member $((f - 1)) \
-    --restart-cmd "$(restart_cmd "$s" "$f")" ${SCALE_EXTRA:-} | grep '^bench=') || { log "the loader failed on $s"; line="bench=scale failed=1"; }
+    --sessions "$SESSIONS" --steady-secs "$STEADY" "${kill_args[@]}" ${SCALE_EXTRA:-} | grep '^bench=') \
+    || { log "the loader failed on $s"; line="bench=scale failed=1"; }
   echo "srv=$s leader=$l killed=$f $line" | tee -a "$OUT" >&2
   stop
   pkill -9 -f "$W/" 2>/dev/null || true

@@ -137,6 +137,37 @@ fn parse_changes(answers: &[String]) -> Vec<Report> {
     out
 }
 
+/// Phase 3: the rolling release, every change timed to its last watching consumer.
+async fn release_phase(
+    w: &mut Workers,
+    s: &mut Summary,
+    release: &Release,
+    a: &ScaleArgs,
+    pids: &[u32],
+    members: &[usize],
+) -> Result<(), BenchError> {
+    w.phase(Phase::Release).await?;
+    let before = sample(pids);
+    let start = Instant::now();
+    w.ask(&format!("release {}", wall_us() + 500_000)).await?;
+    let window = Duration::from_millis(500) + release.every * release.chosen.len() as u32 + release.down;
+    tokio::time::sleep(window).await;
+    let settle = Instant::now() + Duration::from_secs_f64(a.limit_secs);
+    loop {
+        let left: u64 = w.ask("unseen").await?.iter().filter_map(|x| x.parse::<u64>().ok()).sum();
+        if left == 0 || Instant::now() >= settle {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let after = sample(pids);
+    let (mut changes, unseen) = track::merge(&parse_changes(&w.ask("changes").await?));
+    s.kv("released", release.chosen.len()).kv("changes", changes.len()).kv("changes_unseen", unseen);
+    s.lat("release", &mut changes).f("release_window_secs", start.elapsed().as_secs_f64());
+    per_member(s, "release", members, &before, &after);
+    Ok(())
+}
+
 pub async fn run(a: ScaleArgs) -> Result<(), BenchError> {
     let hosts: Vec<String> =
         a.target.server.split(',').map(|h| h.trim().to_owned()).filter(|h| !h.is_empty()).collect();
@@ -203,25 +234,9 @@ pub async fn run(a: ScaleArgs) -> Result<(), BenchError> {
     s.f("steady_loader_cpu_pct", loader_cpu(&loader_before, &loader_after));
 
     // 3. Rolling release.
-    w.phase(Phase::Release).await?;
-    let before = sample(&pids);
-    let start = Instant::now();
-    w.ask(&format!("release {}", wall_us() + 500_000)).await?;
-    let window = Duration::from_millis(500) + release.every * release.chosen.len() as u32 + release.down;
-    tokio::time::sleep(window).await;
-    let settle = Instant::now() + Duration::from_secs_f64(a.limit_secs);
-    loop {
-        let left: u64 = w.ask("unseen").await?.iter().filter_map(|x| x.parse::<u64>().ok()).sum();
-        if left == 0 || Instant::now() >= settle {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+    if !release.chosen.is_empty() {
+        release_phase(&mut w, &mut s, &release, &a, &pids, &members).await?;
     }
-    let after = sample(&pids);
-    let (mut changes, unseen) = track::merge(&parse_changes(&w.ask("changes").await?));
-    s.kv("released", release.chosen.len()).kv("changes", changes.len()).kv("changes_unseen", unseen);
-    s.lat("release", &mut changes).f("release_window_secs", start.elapsed().as_secs_f64());
-    per_member(&mut s, "release", &members, &before, &after);
 
     // 4. Storm: a member killed, its sessions re-attach to the survivors.
     if let Some(kill) = a.kill_member {

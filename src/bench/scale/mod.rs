@@ -61,7 +61,7 @@ pub struct ScaleArgs {
     /// Seconds of the steady window (pings only).
     #[arg(long, default_value_t = 30.0)]
     pub steady_secs: f64,
-    /// Share of providers in the rolling release.
+    /// Share of providers in the rolling release (0: no release).
     #[arg(long, default_value_t = 0.10)]
     pub release_share: f64,
     /// Window over which they leave, seconds.
@@ -189,10 +189,14 @@ pub struct Release {
 impl Release {
     pub fn plan(a: &ScaleArgs, topo: &Topology) -> Release {
         let mut rng = rand::rngs::StdRng::seed_from_u64(a.seed ^ 0x5eed);
-        let n = ((topo.providers as f64 * a.release_share).round() as usize).clamp(1, topo.providers);
+        // A share of 0 skips the release (the cost curve measures connect and steady state only).
+        let n = match a.release_share {
+            s if s <= 0.0 => 0,
+            s => ((topo.providers as f64 * s).round() as usize).clamp(1, topo.providers),
+        };
         let chosen = rand::seq::index::sample(&mut rng, topo.providers, n).into_vec();
         Release {
-            every: Duration::from_secs_f64(a.release_secs / n as f64),
+            every: Duration::from_secs_f64(a.release_secs / n.max(1) as f64),
             down: Duration::from_millis(a.down_ms),
             chosen,
         }

@@ -219,6 +219,7 @@ mod tests {
         let t = Tracker::new(2);
         t.expect(7, 1, "a".into(), true, 3, 2);
         t.expect(8, 1, "b".into(), false, 3, 2);
+        t.made(7);
         t.listed(1, 0, &[b"b"]);
         assert_eq!(t.unseen(), 2);
         t.listed(1, 0, &[b"a"]);
@@ -226,7 +227,6 @@ mod tests {
         assert_eq!(t.unseen(), 1, "b is still listed by the consumer at slot 2");
         t.listed(1, 2, &[b"a"]);
         assert_eq!(t.unseen(), 0);
-        t.made(7);
         let mut here = t.report();
         here.sort_by_key(|r| r.id);
         assert!(here[0].made_us.is_some() && here[0].done_us.is_some() && !here[0].unseen);

@@ -121,6 +121,43 @@ async fn max_connections_caps_all_addresses_together() {
     .await;
 }
 
+/// A server holds one file per connection besides its own (log segments, snapshots): connections
+/// past the open-file limit less a reserve (512) are refused at accept, and the sessions it holds
+/// keep writing. Found by the registry-scale storm (issue 25): at 19,000 connections and a
+/// 20,000-file limit a member failed to open its next log segment and stopped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_past_the_open_file_limit_are_refused_and_writes_go_on() {
+    let zkr = ZkrProc::start_under(&["prlimit", "--nofile=600:600", "--"], &["--max-client-cnxns", "0"], "info");
+    common::eventually("the cap is logged", || {
+        let log = zkr.log();
+        async move { log.contains("client connections capped by the open-file limit") && log.contains("connections=88") }
+    })
+    .await;
+    let mut held = Vec::new();
+    for _ in 0..88 {
+        let (r, resp) = Raw::connect(&zkr.addr, 10_000).await;
+        assert_ne!(resp.session_id, 0);
+        held.push(r);
+    }
+    let refused = handshake_on(TcpStream::connect(&zkr.addr).await.unwrap()).await;
+    assert!(refused.is_none(), "an 89th connection was served under a 600-file limit");
+    common::eventually("the refusal is logged", || {
+        let log = zkr.log();
+        async move { log.contains("the open-file limit leaves room for no more connections") }
+    })
+    .await;
+    for (i, c) in held.iter_mut().enumerate().take(20) {
+        let (h, _) = c.call(&create(1, &format!("/n{i}"), vec![1; 100], 0)).await;
+        assert_eq!(h.err, 0, "a held session's write failed at the cap");
+    }
+    held.clear();
+    common::eventually("connections are accepted again below the cap", || {
+        let addr = zkr.addr.clone();
+        async move { handshake_on(TcpStream::connect(&addr).await.unwrap()).await.is_some() }
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_without_a_complete_handshake_is_closed_at_the_deadline() {
     let zkr = ZkrProc::start(&["--handshake-timeout-ms", "1000"], "info");

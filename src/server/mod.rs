@@ -205,9 +205,16 @@ impl Server {
             Some(a) => crate::admin::serve_metrics(ops.clone(), a, shutdown.clone()).await,
             None => None,
         };
+        let nofile = crate::fdlimit::raise();
+        let conn_cap = crate::fdlimit::connection_cap(cfg.max_connections, nofile);
+        let by_files = cfg.max_connections == 0 || cfg.max_connections as usize > conn_cap;
+        if let Some(n) = nofile.filter(|_| by_files) {
+            tracing::info!(open_files = n, connections = conn_cap, "client connections capped by the open-file limit");
+        }
         let shared = Arc::new(Accepting {
             counts: Arc::new(DashMap::new()),
             open: Arc::new(AtomicUsize::new(0)),
+            conn_cap,
             refusals: parking_lot::Mutex::new(RefusalLog { last: None, suppressed: 0 }),
             next_id: AtomicU64::new(1),
             cfg: cfg.clone(),
@@ -326,6 +333,8 @@ struct Accepting {
     views: Arc<view::Views>,
     /// Sockets open on both client ports (the global maxCnxns limit).
     open: Arc<AtomicUsize>,
+    /// The most sockets `open` may reach: maxCnxns, and the open-file limit less a reserve.
+    conn_cap: usize,
     /// Refusal lines, rate-limited across both ports.
     refusals: parking_lot::Mutex<RefusalLog>,
 }
@@ -353,8 +362,13 @@ async fn accept_loop(
         };
         let ip = peer.ip();
         // Refused connections are closed at once, before reading a byte, as ZooKeeper does.
-        if cfg.max_connections != 0 && open.load(Ordering::Acquire) >= cfg.max_connections as usize {
-            shared.refusals.lock().refused(ip, "too many connections in total (maxCnxns)", cfg.max_connections as u64);
+        if open.load(Ordering::Acquire) >= shared.conn_cap {
+            let why = if cfg.max_connections as usize == shared.conn_cap {
+                "too many connections in total (maxCnxns)"
+            } else {
+                "the open-file limit leaves room for no more connections"
+            };
+            shared.refusals.lock().refused(ip, why, shared.conn_cap as u64);
             continue;
         }
         {

@@ -20,11 +20,24 @@ impl ZkrProc {
     /// Starts zkr on loopback, port 0, a fresh data directory, every four-letter word allowed,
     /// with `extra` flags and `RUST_LOG=rust_log`; returns once it accepts connections.
     pub fn start(extra: &[&str], rust_log: &str) -> ZkrProc {
+        ZkrProc::start_under(&[], extra, rust_log)
+    }
+
+    /// As `start`, run by the command `wrapper` (e.g. `prlimit --nofile=600:600 --`).
+    pub fn start_under(wrapper: &[&str], extra: &[&str], rust_log: &str) -> ZkrProc {
         let data = super::temp_dir();
         std::fs::create_dir_all(&data).unwrap();
         let cfg = data.join("zoo.cfg");
         std::fs::write(&cfg, "4lw.commands.whitelist=*\n").unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_zkr"))
+        let mut cmd = match wrapper.split_first() {
+            Some((program, args)) => {
+                let mut c = Command::new(program);
+                c.args(args).arg(env!("CARGO_BIN_EXE_zkr"));
+                c
+            }
+            None => Command::new(env!("CARGO_BIN_EXE_zkr")),
+        };
+        let mut child = cmd
             .args(["serve", "--bind", "127.0.0.1", "--port", "0", "--config"])
             .arg(&cfg)
             .arg("--data-dir")

@@ -56,8 +56,9 @@ check read ops_per_s\>0 lat_p99_us\>0 errors=0 -- read "${RW[@]}" --rate 500
 check churn changes=5 relists\>0 leave_p99_us\>0 join_p99_us\>0 expiry_p99_us\>0 errors=0 -- \
   churn --providers 3 --interfaces 2 --consumers 4 --rounds 2 --expiries 1 --name-bytes 200
 check sessions open=200 pings\>0 errors=0 server_cpu_pct\>0 -- sessions --count 200 --secs 1 --ping-ms 500
-# scale: a standalone server, so no member is killed; every change seen, nothing expired.
-check scale consumers=280 watches=1400 changes=16 changes_unseen=0 relists\>1400 steady_cpu_pct\>0 expired=0 errors=0 connect_failed=0 -- \
+# scale: a standalone server, so no member is killed; every change seen, nothing expired. Steady
+# CPU is not checked: 300 sessions over 1 s can take less than one clock tick (it read 0.0 once).
+check scale consumers=280 watches=1400 changes=16 changes_unseen=0 relists\>1400 steady_ping_p99_us\>0 expired=0 errors=0 connect_failed=0 -- \
   scale --sessions 300 --services 20 --providers-per-service 2 --services-per-provider 2 --watches-per-consumer 5 \
   --steady-secs 1 --release-secs 2 --release-share 0.2 --down-ms 200 --timeout-ms 6000
 check fill count=2000 ops_per_s\>0 errors=0 -- fill --count 2000

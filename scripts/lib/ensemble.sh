@@ -4,6 +4,7 @@
 # base+1..3 ZooKeeper, +11..13 zkr; peers +101..; elections +201..), ZKR (the zkr binary),
 # ZKSERVER (zkServer.sh), an associative array PIDS, a function log, and optionally
 # ZKR_CFG_EXTRA (lines appended to each zkr member's zoo.cfg) and CFG_EXTRA (to both servers').
+command -v nc >/dev/null || { echo "nc is missing (members are asked with srvr): apt-get install netcat-openbsd" >&2; exit 1; }
 cport() { if [ "$1" = zk ]; then echo $((BASE + $2)); else echo $((BASE + 10 + $2)); fi; }
 hosts() { echo "127.0.0.1:$(cport "$1" 1),127.0.0.1:$(cport "$1" 2),127.0.0.1:$(cport "$1" 3)"; }
 pids() { echo "${PIDS[1]},${PIDS[2]},${PIDS[3]}"; }

@@ -237,13 +237,7 @@ fn client_host(ens: &Ensemble, id: u64, host: &str, port: u16) -> String {
 }
 
 fn srvr_mode(addr: &str) -> Option<String> {
-    use std::io::{Read, Write};
-    use std::net::ToSocketAddrs;
-    let a = addr.to_socket_addrs().ok()?.next()?;
-    let mut s = std::net::TcpStream::connect_timeout(&a, Duration::from_millis(300)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(1))).ok()?;
-    s.write_all(b"srvr").ok()?;
-    let mut out = String::new();
-    s.read_to_string(&mut out).ok()?;
-    out.lines().find_map(|l| l.strip_prefix("Mode: ").map(str::to_owned))
+    crate::client::four_letter::ask_blocking(addr, "srvr", Duration::from_millis(300))
+        .as_deref()
+        .and_then(crate::client::four_letter::mode)
 }

@@ -6,7 +6,7 @@ use super::super::stats::{self, Latencies, ProcSample, Summary};
 use super::track::{self, wall_us, Phase, Report};
 use super::{create_dirs, BenchError, Release, ScaleArgs, Topology};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 
 struct Workers {
@@ -111,14 +111,8 @@ fn loader_cpu(a: &[Option<ProcSample>], b: &[Option<ProcSample>]) -> f64 {
 
 /// `srvr`'s Mode line from `addr`.
 async fn mode(addr: &str) -> Option<String> {
-    let go = async {
-        let mut s = tokio::net::TcpStream::connect(addr).await.ok()?;
-        s.write_all(b"srvr").await.ok()?;
-        let mut out = String::new();
-        s.read_to_string(&mut out).await.ok()?;
-        out.lines().find_map(|l| l.strip_prefix("Mode: ").map(str::to_owned))
-    };
-    tokio::time::timeout(Duration::from_secs(3), go).await.ok().flatten()
+    let srvr = crate::client::four_letter::ask(addr, "srvr", Duration::from_secs(3)).await?;
+    crate::client::four_letter::mode(&srvr)
 }
 
 fn parse_changes(answers: &[String]) -> Vec<Report> {

@@ -4,7 +4,7 @@
 //! tries the next member, re-attaches with its id, password and last zxid, and re-sets its
 //! watches with SetWatches, as ClientCnxn does. Requests lost with the connection are sent again.
 
-use super::super::client::{self, Attached, Conn, Resume, Template};
+use super::super::client::{self, Attached, Conn, Resume};
 use super::super::BenchError;
 use super::track::{Counters, Tracker};
 use super::Topology;
@@ -209,7 +209,8 @@ impl Session<'_> {
 
     fn put_list(&mut self, i: usize, buf: &mut BytesMut) {
         let x = self.next_xid();
-        Template::new(&client::path_watch(x, OpCode::GetChildren2, &Topology::dir(self.services[i]), true)).put(x, buf);
+        let req = client::path_watch(x, OpCode::GetChildren2, &Topology::dir(self.services[i]), true);
+        write_frame(buf, |o| req.write(o));
         self.inflight.push_back((x, Sent::List(i)));
     }
 
@@ -223,7 +224,8 @@ impl Session<'_> {
             return;
         }
         let mut b = BytesMut::new();
-        Template::new(&client::ping()).put(xid::PING, &mut b);
+        let req = client::ping();
+        write_frame(&mut b, |o| req.write(o));
         self.ping_sent = Some(Instant::now());
         self.send(&b).await;
     }

@@ -33,7 +33,9 @@ out = ["# Registry cost curve: 3-member ensembles, ZooKeeper and zkr", "",
        "steady window (pings only, every session at a third of its 30 s timeout); RSS is the three",
        "members' sum after it. Sessions spread evenly over the members; 1,000 services with 10",
        "providers each; the rest are consumers watching W services' providers directories.", ""]
-out += [f"    {h}" for h in header] + [""]
+# The run's own header, and each point the open-file limit cut (asked for more than it ran).
+cut = [h for h in header if h.startswith("# point") and h.split("asked=")[-1] != h.split("sessions=")[1].split()[0]]
+out += [f"    {h}" for h in header if not h.startswith("# point")] + [f"    {h} (cut by the open-file limit)" for h in cut] + [""]
 out += ["| sessions | watches | server | connect all | steady CPU | RSS (3 members) | per session | per watch |",
         "|---|---|---|---|---|---|---|---|"]
 seen = set()
@@ -45,6 +47,35 @@ for r in sorted(rows, key=lambda r: (int(r["sessions"]), int(r["watches"]), r["s
     out.append(f"| {int(r['sessions']):,} | {int(r['watches']):,} | {NAMES.get(r['srv'], r['srv'])} | {f(r, 'connect_all_secs'):.1f} s "
                f"| {f(r, 'steady_cpu_pct'):.1f} % of a core | {rss_mb(r):,.0f} MB | {f(r, 'rss_bytes_per_session'):,.0f} B "
                f"| {f(r, 'rss_bytes_per_watch'):,.0f} B |")
+
+
+def fit(points):
+    """Least squares y = a + b*x; None with fewer than two distinct x."""
+    if len({x for x, _ in points}) < 2:
+        return None
+    n = len(points)
+    mx = sum(x for x, _ in points) / n
+    my = sum(y for _, y in points) / n
+    b = sum((x - mx) * (y - my) for x, y in points) / sum((x - mx) ** 2 for x, _ in points)
+    return my - b * mx, b
+
+
+# For a reader sizing a deployment: per member, what a fixed part and each 10,000 sessions cost
+# (a straight line through the sessions axis; each member holds a third of the sessions).
+guide = []
+for srv in ("zk", "zkr"):
+    pts = [r for r in rows if r["srv"] == srv and r.get("axis") == "sessions"]
+    per_member = [int(r["sessions"]) / 3 for r in pts]
+    cpu = fit([(s, f(r, "steady_cpu_pct") / 3) for s, r in zip(per_member, pts)])
+    rss = fit([(s, rss_mb(r) / 3) for s, r in zip(per_member, pts)])
+    if cpu and rss:
+        guide.append(f"| {NAMES[srv]} | {cpu[0]:.1f} % + {cpu[1] * 1e4:.2f} % of a core | {rss[0]:,.0f} MB + {rss[1] * 1e4:,.0f} MB |")
+if guide:
+    out += ["", "## Sizing a member", "",
+            "A straight line through the sessions axis, per member (each holds a third of the sessions;",
+            "10 watches per consumer, pings at a third of a 30 s timeout): a fixed part plus what each",
+            "10,000 sessions connected to that member add.", "",
+            "| server | steady CPU | RSS |", "|---|---|---|"] + guide
 open(table, "w").write("\n".join(out) + "\n")
 
 try:

@@ -30,7 +30,8 @@ point() {
     bash scripts/bench-scale.sh --sessions "$3" --steady-secs "$STEADY" --no-storm >/dev/null 2>"$P.err" \
     || { log "point failed"; tail -5 "$P.err" >&2; }
   grep -q 'asked=' "$P" && grep '^# zkr registry' "$P" | sed -n 's/.* sessions=\([0-9]*\) asked=\([0-9]*\).*/# point sessions=\1 asked=\2/p' >>"$OUT"
-  grep '^srv=' "$P" | sed "s/^/axis=$1 value=$2 /" | tee -a "$OUT" | cut -c1-160 >&2
+  # A failed point leaves no row (and the curve goes on without it).
+  { grep '^srv=' "$P" || true; } | sed "s/^/axis=$1 value=$2 /" | tee -a "$OUT" | cut -c1-160 >&2
   rm -f "$P.err"
 }
 for s in $SESSIONS; do point sessions "$s" "$s" 10; done

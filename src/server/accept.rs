@@ -128,10 +128,7 @@ pub(super) async fn accept_loop(
         // Two tasks, not one with a branch: a task's future is as large as its largest branch,
         // and the TLS one (rustls' state inline) made every plain connection's task 5.6 KiB.
         let Some(acceptor) = tls else {
-            let plain = async move {
-                conn::serve(stream, ctx, Vec::new()).await;
-                drop(slot);
-            };
+            let plain = conn::serve(stream, ctx, Vec::new(), slot);
             tokio::spawn(plain);
             continue;
         };
@@ -152,8 +149,7 @@ pub(super) async fn accept_loop(
                 stream.get_ref().1.peer_certificates(),
                 ctx.cfg.x509_super_user.as_deref(),
             );
-            conn::serve(stream, ctx, ids).await;
-            drop(slot);
+            conn::serve(stream, ctx, ids, slot).await;
         });
     }
 }

@@ -16,12 +16,14 @@ use crate::config::Config;
 use crate::proto::{xid, ConnectRequest, Id, OpCode, ReplyHeader, Request, RequestError, Response};
 use crate::session::{mono_ms, ConnId};
 use bytes::BytesMut;
+use futures::future::Either;
 use futures::StreamExt;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadHalf, WriteHalf};
 use tokio::sync::{mpsc, Semaphore};
 use tokio_util::codec::{Decoder, FramedRead};
 use tokio_util::sync::CancellationToken;
@@ -51,40 +53,80 @@ pub struct ConnCtx {
 }
 
 /// Serves one connection. `tls_ids` are the identities its TLS client certificate brought
-/// (empty on the plaintext port).
-pub async fn serve<S>(stream: S, ctx: ConnCtx, tls_ids: Vec<Id>)
+/// (empty on the plaintext port); `guard` (the accept loop's count of this connection) is dropped
+/// when it ends. A plain function returning an `async move` block, not an `async fn`: an async
+/// fn keeps its arguments twice in its state (as passed and as moved into its body), and this
+/// state is part of every connection's task for its whole life.
+#[allow(clippy::manual_async_fn)] // on purpose: see above
+pub fn serve<S, G>(stream: S, ctx: ConnCtx, tls_ids: Vec<Id>, guard: G) -> impl Future<Output = ()> + Send
 where
     S: AsyncRead + AsyncWrite + Send + 'static,
+    G: Send + 'static,
 {
-    let cs = Arc::new(ConnStats::new(ctx.peer));
-    ctx.ops.stats.conns.insert(ctx.id, cs.clone());
-    serve_conn(stream, &ctx, &cs, tls_ids).await;
-    ctx.ops.stats.conn_closed(ctx.id);
+    async move {
+        let cs = Arc::new(ConnStats::new(ctx.peer));
+        ctx.ops.stats.conns.insert(ctx.id, cs.clone());
+        serve_conn(stream, &ctx, &cs, tls_ids).await;
+        ctx.ops.stats.conn_closed(ctx.id);
+        drop(guard);
+    }
 }
 
 async fn serve_conn<S>(stream: S, ctx: &ConnCtx, cs: &Arc<ConnStats>, tls_ids: Vec<Id>)
 where
     S: AsyncRead + AsyncWrite + Send + 'static,
 {
-    let (mut rd, wr) = tokio::io::split(stream);
-    let Some(first) = read_first(&mut rd, ctx).await else { return };
-    if let Some(word) = four_letter::recognise(&first) {
-        return answer_word(word, rd, wr, ctx, cs).await;
-    }
-    let Some((frames, connect)) = read_connect(rd, first, ctx, cs).await else { return };
+    // The handshake's states (a four-letter word's answer, the ConnectRequest's read, its trip to
+    // the core) are boxed: they last a moment, and inline they would size every connection's
+    // task for its whole life (2.0 KiB; the serving loop alone needs under half of it).
+    let Some((frames, wr, connect)) = Box::pin(handshake(stream, ctx, cs)).await else { return };
     let (live, handle, writer) = Live::start(wr, ctx, cs, tls_ids);
-    if ctx.core.send(CoreMsg::Connect { conn: handle, req: connect }).await.is_err() {
+    if to_core(ctx, CoreMsg::Connect { conn: handle, req: connect }).await.is_err() {
         return;
     }
     live.serve(frames, ctx, cs).await;
     // The reader's own sender goes first: the writer ends once every sender is gone.
     let cancel = live.cancel.clone();
     drop(live);
-    let _ = ctx.core.send(CoreMsg::Disconnected { conn: ctx.id }).await;
+    let _ = to_core(ctx, CoreMsg::Disconnected { conn: ctx.id }).await;
     // The writer flushes anything still queued (e.g. the Unimplemented reply) and exits once
     // the core drops its sender.
-    let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
+    let _ = Box::pin(tokio::time::timeout(Duration::from_secs(5), writer)).await;
     cancel.cancel();
+}
+
+/// Hands a message to the core: at once if its queue has room, else through a boxed wait. The
+/// returned future is 16 bytes: an inline `send` future (the message and the queue's wait
+/// state, 472 bytes) would be part of every connection's task for its whole life, and the
+/// queue is rarely full.
+fn to_core(ctx: &ConnCtx, msg: CoreMsg) -> impl Future<Output = Result<(), ()>> + '_ {
+    match ctx.core.try_send(msg) {
+        Ok(()) => Either::Left(std::future::ready(Ok(()))),
+        Err(mpsc::error::TrySendError::Full(msg)) => {
+            Either::Right(Box::pin(async move { ctx.core.send(msg).await.map_err(|_| ()) }))
+        }
+        Err(mpsc::error::TrySendError::Closed(_)) => Either::Left(std::future::ready(Err(()))),
+    }
+}
+
+/// The connection's first bytes: a four-letter word (answered here, `None`) or a ConnectRequest,
+/// returned with the stream's halves.
+async fn handshake<S>(
+    stream: S,
+    ctx: &ConnCtx,
+    cs: &Arc<ConnStats>,
+) -> Option<(FramedRead<ReadHalf<S>, FrameCodec>, WriteHalf<S>, ConnectRequest)>
+where
+    S: AsyncRead + AsyncWrite + Send + 'static,
+{
+    let (mut rd, wr) = tokio::io::split(stream);
+    let first = read_first(&mut rd, ctx).await?;
+    if let Some(word) = four_letter::recognise(&first) {
+        answer_word(word, rd, wr, ctx, cs).await;
+        return None;
+    }
+    let (frames, connect) = read_connect(rd, first, ctx, cs).await?;
+    Some((frames, wr, connect))
 }
 
 /// The first four bytes: a frame length or a four-letter word. `None` if the connection closed
@@ -252,7 +294,7 @@ impl Live {
                 Err(RequestError::UnknownOp { xid, op }) => {
                     tracing::warn!(conn = id, %peer, op, "unknown op code: answering Unimplemented and closing");
                     ctx.ops.stats.request_started(cs, OpCode::Error);
-                    let _ = ctx.core.send(CoreMsg::UnknownOp { conn: id, xid }).await;
+                    let _ = to_core(ctx, CoreMsg::UnknownOp { conn: id, xid }).await;
                     break;
                 }
                 Err(e) => {
@@ -261,13 +303,15 @@ impl Live {
                 }
             };
             // Stop reading, rather than queue without bound, while too many requests are in flight.
-            let permit = tokio::select! {
-                _ = self.cancel.cancelled() => break,
-                p = self.permits.acquire() => p,
+            let permit = match self.permits.try_acquire() {
+                Ok(p) => {
+                    p.forget();
+                    true
+                }
+                Err(_) => Box::pin(self.wait_permit()).await,
             };
-            match permit {
-                Ok(p) => p.forget(),
-                Err(_) => break,
+            if !permit {
+                break;
             }
             ctx.ops.stats.request_started(cs, req.op);
             if cs.session.load(Ordering::Acquire) != 0 {
@@ -281,16 +325,26 @@ impl Live {
                 }
             }
             super::view::to_core(&self.gate);
-            if ctx.core.send(CoreMsg::Request { conn: id, req }).await.is_err() {
+            if to_core(ctx, CoreMsg::Request { conn: id, req }).await.is_err() {
                 break;
             }
         }
     }
 
+    /// Waits for a request slot (maxOutstanding reached): false if the connection is closing. Boxed
+    /// by its caller, as this wait is rare and its state large.
+    async fn wait_permit(&self) -> bool {
+        tokio::select! {
+            _ = self.cancel.cancelled() => false,
+            p = self.permits.acquire() => p.map(|p| p.forget()).is_ok(),
+        }
+    }
+
     /// Answers a ping of an idle session here: nothing of it is in flight, so this keeps replies
     /// in request order (ZooKeeper answers a ping in turn with the session's requests) and costs
-    /// no wake-up of the core. False if the connection must close.
-    async fn pong(&self, ctx: &ConnCtx, cs: &ConnStats) -> bool {
+    /// no wake-up of the core. False if the connection must close. Not an `async fn`: its state
+    /// would be part of every connection's task; a full queue's wait is boxed instead.
+    fn pong(&self, ctx: &ConnCtx, cs: &ConnStats) -> impl Future<Output = bool> + '_ {
         self.last_heard.store(mono_ms(), Ordering::Release);
         if let Ok(p) = self.permits.try_acquire() {
             p.forget();
@@ -300,9 +354,15 @@ impl Live {
         let pong = Outbound::Reply(header, Response::Empty);
         if self.queued.add(pong.wire_len()).is_err() {
             tracing::warn!(conn = ctx.id, peer = %ctx.peer, "outbound queue over its byte bound: closing slow connection");
-            return false;
+            return Either::Left(std::future::ready(false));
         }
-        self.out.send(pong).await.is_ok()
+        match self.out.try_send(pong) {
+            Ok(()) => Either::Left(std::future::ready(true)),
+            Err(mpsc::error::TrySendError::Full(pong)) => {
+                Either::Right(Box::pin(async move { self.out.send(pong).await.is_ok() }))
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => Either::Left(std::future::ready(false)),
+        }
     }
 
     /// A plain read while nothing of the session is at the core, answered from the read view
@@ -346,7 +406,10 @@ fn encode(msg: Outbound, out: &mut OutBuf, permits: &Semaphore, stats: &ServerSt
     false
 }
 
-async fn write_loop<W: AsyncWrite + Unpin>(
+/// The writer task. A plain function returning an `async move` block (see `serve`): its state is
+/// part of every connection for its whole life.
+#[allow(clippy::manual_async_fn)] // on purpose: see above
+fn write_loop<W: AsyncWrite + Unpin + Send + 'static>(
     mut rx: super::outchan::Receiver<Outbound>,
     mut wr: W,
     permits: Arc<Semaphore>,
@@ -354,37 +417,39 @@ async fn write_loop<W: AsyncWrite + Unpin>(
     stats: Arc<ServerStats>,
     cs: Arc<ConnStats>,
     queued: QueuedBytes,
-) {
-    // Grown on first use: an idle session (most of 10,000) should not hold 8 KiB here.
-    let mut out = OutBuf::new();
-    let take = |m: Outbound, out: &mut OutBuf| {
-        queued.taken(m.wire_len());
-        encode(m, out, &permits, &stats, &cs)
-    };
-    loop {
-        let msg = tokio::select! {
-            m = rx.recv() => m,
-            _ = cancel.cancelled() => None,
+) -> impl Future<Output = ()> + Send {
+    async move {
+        // Grown on first use: an idle session (most of 10,000) should not hold 8 KiB here.
+        let mut out = OutBuf::new();
+        let take = |m: Outbound, out: &mut OutBuf| {
+            queued.taken(m.wire_len());
+            encode(m, out, &permits, &stats, &cs)
         };
-        let Some(msg) = msg else { break };
-        let mut closing = take(msg, &mut out);
-        while !closing && out.len() < WRITE_BATCH {
-            match rx.try_recv() {
-                Ok(m) => closing = take(m, &mut out),
-                Err(_) => break,
+        loop {
+            let msg = tokio::select! {
+                m = rx.recv() => m,
+                _ = cancel.cancelled() => None,
+            };
+            let Some(msg) = msg else { break };
+            let mut closing = take(msg, &mut out);
+            while !closing && out.len() < WRITE_BATCH {
+                match rx.try_recv() {
+                    Ok(m) => closing = take(m, &mut out),
+                    Err(_) => break,
+                }
+            }
+            // A client that does not read fills the socket buffer and would hold this write
+            // forever: a cancel (session expired, server stopping) ends it.
+            let written = tokio::select! {
+                r = out.write_to(&mut wr) => r.is_ok(),
+                _ = cancel.cancelled() => false,
+            };
+            if !written || closing {
+                break;
             }
         }
-        // A client that does not read fills the socket buffer and would hold this write
-        // forever: a cancel (session expired, server stopping) ends it.
-        let written = tokio::select! {
-            r = out.write_to(&mut wr) => r.is_ok(),
-            _ = cancel.cancelled() => false,
-        };
-        if !written || closing {
-            break;
-        }
+        // Bounded too: a TLS close_notify is a write into the same possibly full buffer.
+        let _ = Box::pin(tokio::time::timeout(Duration::from_secs(1), wr.shutdown())).await;
+        cancel.cancel();
     }
-    // Bounded too: a TLS close_notify is a write into the same possibly full buffer.
-    let _ = tokio::time::timeout(Duration::from_secs(1), wr.shutdown()).await;
-    cancel.cancel();
 }

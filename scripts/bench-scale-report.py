@@ -40,6 +40,7 @@ METRICS = [
     ("rolling release: change to last re-list p99, ms", lambda s: num(s, "release_p99_us"), 1000, 1 / 3),
     ("rolling release: changes timed / unseen", None, 1, None),
     ("rolling release CPU, all members, % of a core", lambda s: num(s, "release_cpu_pct"), 1, None),
+    ("rolling release CPU, the loader, % of a core", lambda s: num(s, "release_loader_cpu_pct"), 1, None),
     ("storm: sessions moved", lambda s: num(s, "storm_sessions"), 1, None),
     ("storm: every session back, s", lambda s: num(s, "storm_secs"), 1, 0.5),
     ("storm: re-attach p99, ms", lambda s: num(s, "storm_reconnect_p99_us"), 1000, None),

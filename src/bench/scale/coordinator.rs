@@ -141,7 +141,7 @@ async fn release_phase(
     members: &[usize],
 ) -> Result<(), BenchError> {
     w.phase(Phase::Release).await?;
-    let before = sample(pids);
+    let (before, loader_before) = (sample(pids), sample(&w.pids()));
     let start = Instant::now();
     w.ask(&format!("release {}", wall_us() + 500_000)).await?;
     let window = Duration::from_millis(500) + release.every * release.chosen.len() as u32 + release.down;
@@ -154,11 +154,13 @@ async fn release_phase(
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let after = sample(pids);
+    let (after, loader_after) = (sample(pids), sample(&w.pids()));
     let (mut changes, unseen) = track::merge(&parse_changes(&w.ask("changes").await?));
     s.kv("released", release.chosen.len()).kv("changes", changes.len()).kv("changes_unseen", unseen);
     s.lat("release", &mut changes).f("release_window_secs", start.elapsed().as_secs_f64());
     per_member(s, "release", members, &before, &after);
+    // The loader shares the machine: a release's re-lists can make it, not the server, the limit.
+    s.f("release_loader_cpu_pct", loader_cpu(&loader_before, &loader_after));
     Ok(())
 }
 

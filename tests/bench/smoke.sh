@@ -55,9 +55,9 @@ check mixed ops_per_s\>0 writes\>0 reads\>0 errors=0 -- mixed "${RW[@]}"
 check read ops_per_s\>0 lat_p99_us\>0 errors=0 -- read "${RW[@]}" --rate 500
 check churn changes=5 relists\>0 leave_p99_us\>0 join_p99_us\>0 expiry_p99_us\>0 errors=0 -- \
   churn --providers 3 --interfaces 2 --consumers 4 --rounds 2 --expiries 1 --name-bytes 200
+# CPU is only required to be reported (>-1), not above 0: 400 pings can take less than one clock
+# tick (CI read 0.0 once).
 check sessions open=200 pings\>0 ping_p99_us\>0 errors=0 server_cpu_pct\>-1 server_rss_kb\>0 -- sessions --count 200 --secs 1 --ping-ms 500
-# sessions and scale: CPU is only required to be reported (>-1), not above 0: 400 pings can take
-# less than one clock tick (CI read 0.0 for both once).
 # scale: a standalone server, so no member is killed; every change seen, nothing expired. Steady
 # CPU is not checked: 300 sessions over 1 s can take less than one clock tick (it read 0.0 once).
 check scale consumers=280 watches=1400 changes=16 changes_unseen=0 relists\>1400 steady_ping_p99_us\>0 expired=0 errors=0 connect_failed=0 -- \

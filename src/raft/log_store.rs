@@ -11,7 +11,8 @@
 //! <dataDir>/raft/committed   the last committed log id, likewise (a hint: not fsync'd)
 //! ```
 //! Appends go to one writer thread that writes, fdatasyncs once for everything queued, and only
-//! then reports the entries flushed to openraft (group commit, as the standalone log does).
+//! then reports the entries flushed to openraft (`storage::group_commit`, the standalone log's
+//! loop too).
 //! Entries are readable from the moment they are handed over: the most recent ones stay in
 //! memory until they are flushed and the cache is over its bound; older ones are read back from
 //! their segment. At startup a torn last record (a crash during append: nothing but zeros after
@@ -34,6 +35,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::storage::group_commit;
 pub(crate) use crate::storage::segment::sync_dir;
 use crate::storage::segment::{self, HEADER, PREFIX, RAFT, SEGMENT_BYTES};
 
@@ -303,95 +305,116 @@ fn scan_segment(st: &mut State, seg: u64, path: &Path, last: bool) -> Result<(),
     Ok(())
 }
 
-/// The writer thread: appends and fsyncs in order, reporting each batch once it is on disk.
+/// The writer thread: appends and fsyncs in order (`storage::group_commit`), reporting each
+/// batch once it is on disk.
 fn writer(dir: PathBuf, rx: std::sync::mpsc::Receiver<Job>, state: Arc<Mutex<State>>, force_sync: bool) {
-    let mut file: Option<(u64, File)> = None;
-    let open = |seg: u64| -> std::io::Result<File> { OpenOptions::new().write(true).open(dir.join(seg_name(seg))) };
-    while let Ok(job) = rx.recv() {
-        let mut jobs = vec![job];
-        while let Ok(more) = rx.try_recv() {
-            jobs.push(more);
+    group_commit::run(&rx, &mut Writer { dir, file: None, state, force_sync });
+}
+
+/// The Raft log's side of group commit: the segment being appended to and the shared state.
+struct Writer {
+    dir: PathBuf,
+    file: Option<(u64, File)>,
+    state: Arc<Mutex<State>>,
+    force_sync: bool,
+}
+
+impl Writer {
+    fn open(&self, seg: u64) -> std::io::Result<File> {
+        OpenOptions::new().write(true).open(self.dir.join(seg_name(seg)))
+    }
+
+    fn append(&mut self, seg: u64, create: bool, offset: u64, bytes: &[u8]) -> std::io::Result<()> {
+        if create {
+            if let Some((_, f)) = &self.file {
+                f.sync_data()?;
+            }
+            let f = create_segment(&self.dir, seg)?;
+            self.state.lock().segs.insert(seg, Arc::new(File::open(self.dir.join(seg_name(seg)))?));
+            self.file = Some((seg, f));
+        } else if self.file.as_ref().map(|(s, _)| *s) != Some(seg) {
+            self.file = Some((seg, self.open(seg)?));
         }
-        let mut flushed_to = None;
-        let mut done = Vec::new();
-        for job in jobs {
-            match job {
-                Job::Append { seg, create, offset, bytes, last, done: cb } => {
-                    let res = (|| -> std::io::Result<()> {
-                        if create {
-                            if let Some((_, f)) = &file {
-                                f.sync_data()?;
-                            }
-                            let f = create_segment(&dir, seg)?;
-                            state.lock().segs.insert(seg, Arc::new(File::open(dir.join(seg_name(seg)))?));
-                            file = Some((seg, f));
-                        } else if file.as_ref().map(|(s, _)| *s) != Some(seg) {
-                            file = Some((seg, open(seg)?));
-                        }
-                        match &file {
-                            Some((_, f)) => f.write_all_at(&bytes, offset),
-                            None => Err(std::io::Error::other("no segment to append to")),
-                        }
-                    })();
-                    match res {
-                        Ok(()) => flushed_to = Some(last),
-                        Err(e) => {
-                            let msg = format!("cannot append to the raft log: {e}");
-                            tracing::error!("{msg}");
-                            state.lock().failed.get_or_insert(msg);
-                        }
-                    }
-                    if let Some(cb) = cb {
-                        done.push(cb);
-                    }
-                }
-                Job::Truncate { seg, drop, done: tx } => {
-                    let res = (|| -> std::io::Result<()> {
-                        for p in &drop {
-                            std::fs::remove_file(p)?;
-                            if file.as_ref().is_some_and(|(s, _)| dir.join(seg_name(*s)) == *p) {
-                                file = None;
-                            }
-                        }
-                        if let Some((s, offset)) = seg {
-                            let f = open(s)?;
-                            let len = f.metadata()?.len();
-                            f.set_len(offset)?;
-                            f.set_len(len.max(offset))?;
-                            f.sync_all()?;
-                        }
-                        sync_dir(&dir);
-                        Ok(())
-                    })();
-                    let _ = tx.send(res);
-                }
-                Job::Remove { paths, done: tx } => {
-                    let res = paths.iter().try_for_each(std::fs::remove_file);
-                    sync_dir(&dir);
-                    let _ = tx.send(res);
-                }
+        match &self.file {
+            Some((_, f)) => f.write_all_at(bytes, offset),
+            None => Err(std::io::Error::other("no segment to append to")),
+        }
+    }
+
+    fn truncate(&mut self, seg: Option<(u64, u64)>, drop: &[PathBuf]) -> std::io::Result<()> {
+        for p in drop {
+            std::fs::remove_file(p)?;
+            if self.file.as_ref().is_some_and(|(s, _)| self.dir.join(seg_name(*s)) == *p) {
+                self.file = None;
             }
         }
-        if flushed_to.is_some() {
-            let synced = if force_sync { file.as_ref().map_or(Ok(()), |(_, f)| f.sync_data()) } else { Ok(()) };
-            if let Err(e) = synced {
-                let msg = format!("cannot fsync the raft log: {e}");
-                tracing::error!("{msg}");
-                state.lock().failed.get_or_insert(msg);
+        if let Some((s, offset)) = seg {
+            let f = self.open(s)?;
+            let len = f.metadata()?.len();
+            f.set_len(offset)?;
+            f.set_len(len.max(offset))?;
+            f.sync_all()?;
+        }
+        sync_dir(&self.dir);
+        Ok(())
+    }
+
+    /// Nothing written after a failed write may be acknowledged.
+    fn fail(&self, msg: String) {
+        tracing::error!("{msg}");
+        self.state.lock().failed.get_or_insert(msg);
+    }
+}
+
+impl group_commit::GroupWriter for Writer {
+    type Job = Job;
+
+    fn write(&mut self, job: &mut Job) -> bool {
+        match job {
+            Job::Append { seg, create, offset, bytes, .. } => match self.append(*seg, *create, *offset, bytes) {
+                Ok(()) => true,
+                Err(e) => {
+                    self.fail(format!("cannot append to the raft log: {e}"));
+                    false
+                }
+            },
+            Job::Truncate { seg, drop, done } => {
+                let _ = done.send(self.truncate(*seg, drop));
+                false
+            }
+            Job::Remove { paths, done } => {
+                let res = paths.iter().try_for_each(std::fs::remove_file);
+                sync_dir(&self.dir);
+                let _ = done.send(res);
+                false
             }
         }
-        let failed = state.lock().failed.clone();
-        for cb in done {
-            match failed.clone() {
-                None => cb.log_io_completed(Ok(())),
-                Some(msg) => cb.log_io_completed(Err(std::io::Error::other(msg))),
-            }
+    }
+
+    fn sync(&mut self) {
+        let synced = match &self.file {
+            Some((_, f)) if self.force_sync => f.sync_data(),
+            _ => Ok(()),
+        };
+        if let Err(e) = synced {
+            self.fail(format!("cannot fsync the raft log: {e}"));
         }
-        if failed.is_none() {
-            if let Some(last) = flushed_to {
-                let mut st = state.lock();
+    }
+
+    fn complete(&mut self, job: Job) {
+        let Job::Append { last, done, .. } = job else { return };
+        let failed = {
+            let mut st = self.state.lock();
+            if st.failed.is_none() {
                 st.flushed = Some(st.flushed.map_or(last, |f| f.max(last)));
                 st.trim_cache();
+            }
+            st.failed.clone()
+        };
+        if let Some(cb) = done {
+            match failed {
+                None => cb.log_io_completed(Ok(())),
+                Some(msg) => cb.log_io_completed(Err(std::io::Error::other(msg))),
             }
         }
     }

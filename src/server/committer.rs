@@ -2,8 +2,9 @@
 //! produced (replies and notifications) to the connections.
 //!
 //! The core hands over one `Batch` per turn: the log records it appended and every outbound
-//! message of that turn, in order. This thread takes all batches waiting, appends their
-//! records, calls fdatasync once for all of them, then delivers their messages in order. Nothing
+//! message of that turn, in order. This thread runs `storage::group_commit` over them: it takes
+//! all batches waiting, appends their records, calls fdatasync once for all of them, then
+//! delivers their messages in order. Nothing
 //! a client sees can depend on a txn that is not yet on disk, and concurrent writers share one
 //! fsync. Reads queued behind a pending write wait for it too, which keeps per-session FIFO.
 //! A turn with no log records while nothing is waiting here is delivered by the core itself
@@ -13,6 +14,7 @@
 use super::outbound::{deliver_all, Delivery, Durable};
 use super::stats::ServerStats;
 use super::view::Views;
+use crate::storage::group_commit::{self, GroupWriter};
 use crate::storage::wal::Wal;
 use crate::txn::Zxid;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -76,40 +78,59 @@ pub fn spawn(
 }
 
 fn run(
-    mut wal: Wal,
+    wal: Wal,
     rx: Receiver<Batch>,
     durable: Durable,
     in_flight: Arc<AtomicUsize>,
     stats: Arc<ServerStats>,
     views: Arc<Views>,
 ) {
-    while let Ok(first) = rx.recv() {
-        let mut batches = vec![first];
-        while let Ok(more) = rx.try_recv() {
-            batches.push(more);
+    let mut w = Committer { wal, durable, in_flight, stats, views, written: None };
+    group_commit::run(&rx, &mut w);
+    if let Err(e) = w.wal.sync() {
+        fatal(e);
+    }
+}
+
+/// The standalone log's side of group commit: a job is one turn of the core.
+struct Committer {
+    wal: Wal,
+    durable: Durable,
+    in_flight: Arc<AtomicUsize>,
+    stats: Arc<ServerStats>,
+    views: Arc<Views>,
+    /// The last zxid appended and not yet synced.
+    written: Option<Zxid>,
+}
+
+impl GroupWriter for Committer {
+    type Job = Batch;
+
+    fn write(&mut self, b: &mut Batch) -> bool {
+        if b.records.is_empty() {
+            return false;
         }
-        let mut last = None;
-        for b in batches.iter().filter(|b| !b.records.is_empty()) {
-            if let Err(e) = wal.append(&b.records, b.first_zxid) {
-                fatal(e);
-            }
-            last = Some(b.last_zxid);
+        if let Err(e) = self.wal.append(&b.records, b.first_zxid) {
+            fatal(e);
         }
-        if let Some(z) = last {
-            let started = std::time::Instant::now();
-            if let Err(e) = wal.sync() {
-                fatal(e);
-            }
-            stats.fsync_done(started.elapsed().as_micros() as u64);
-            durable.store(z, Ordering::Release);
+        self.written = Some(b.last_zxid);
+        true
+    }
+
+    fn sync(&mut self) {
+        let started = std::time::Instant::now();
+        if let Err(e) = self.wal.sync() {
+            fatal(e);
         }
-        for b in batches {
-            deliver_all(&*views, b.last_zxid, b.out);
-            in_flight.fetch_sub(1, Ordering::AcqRel);
+        self.stats.fsync_done(started.elapsed().as_micros() as u64);
+        if let Some(z) = self.written.take() {
+            self.durable.store(z, Ordering::Release);
         }
     }
-    if let Err(e) = wal.sync() {
-        fatal(e);
+
+    fn complete(&mut self, b: Batch) {
+        deliver_all(&*self.views, b.last_zxid, b.out);
+        self.in_flight.fetch_sub(1, Ordering::AcqRel);
     }
 }
 

@@ -319,16 +319,8 @@ async fn start_member(
     let me = ens.my_id;
     let spec = ens.me().cloned().ok_or_else(|| StartError::Ensemble(format!("server.{me} is not in the ensemble")))?;
     std::fs::create_dir_all(&cfg.data_dir).map_err(|e| crate::storage::StorageError::io(&cfg.data_dir, e))?;
-    let quorum_tls = match &cfg.quorum_tls {
-        Some(q) => Some(crate::security::quorum_tls::QuorumTls::load(q.clone()).map_err(StartError::QuorumTls)?),
-        None => None,
-    };
-    if let Some(t) = quorum_tls.as_ref().filter(|t| t.settings().reload) {
-        let every = crate::security::tls::RELOAD_POLL;
-        tokio::spawn(t.clone().watch(shutdown.clone(), every));
-    }
     let timing = crate::raft::timing::Timing::of(cfg, ens);
-    let link = crate::raft::link::Link::new(me, quorum_tls, timing);
+    let link = peer_link(cfg, me, timing, shutdown)?;
     let seeding = crate::raft::seed::wanted(cfg)?;
     if seeding {
         // Asked every heartbeat: an empty member started with this one initializes after one
@@ -420,38 +412,9 @@ async fn start_member(
             }
         });
     }
-    let voters: std::collections::BTreeMap<u64, crate::raft::members::ServerSpec> =
-        ens.members.iter().filter(|(_, s)| !s.observer).map(|(id, s)| (*id, s.clone())).collect();
     // An observer never initializes the ensemble: the leader adds it as a learner.
     if !spec.observer && !raft.is_initialized().await.unwrap_or(true) {
-        // Every member of a new ensemble proposes the same initial membership (openraft allows
-        // it); whoever wins the first election commits it. It waits one election timeout
-        // first, so that a member seeding the ensemble and started with it is heard from
-        // before (no election could end sooner anyway).
-        let (raft, status, stop) = (raft.clone(), status.clone(), shutdown.clone());
-        let wait = timing.election_max;
-        let (link, ens) = (link.clone(), ens.clone());
-        tokio::spawn(async move {
-            if status.amnesia.state() == crate::raft::amnesia::State::Probing {
-                // Empty: a member of a new ensemble, or one whose data was wiped? The others know.
-                let every = timing.heartbeat;
-                if member::probe_ensemble(&link, &ens, &raft, &status, &stop, every).await != member::Probed::Initialize
-                {
-                    return;
-                }
-            }
-            tokio::select! {
-                _ = stop.cancelled() => return,
-                _ = tokio::time::sleep(wait) => {}
-            }
-            // A member that waited for a seed may have it by now: nothing left to initialize.
-            if raft.is_initialized().await.unwrap_or(true) || !status.seed.lock().may_initialize() {
-                return;
-            }
-            if let Err(e) = raft.initialize(voters).await {
-                tracing::debug!("initialize: {e}");
-            }
-        });
+        tokio::spawn(initialize_new(raft.clone(), status.clone(), link.clone(), ens.clone(), timing, shutdown.clone()));
     }
     let shared = Arc::new(parking_lot::RwLock::new(ens.clone()));
     tokio::spawn(member::propose(
@@ -479,6 +442,59 @@ async fn start_member(
         lock,
         observer: None,
     })
+}
+
+/// The links to the other members, with quorum TLS when the config asks for it.
+fn peer_link(
+    cfg: &Config,
+    me: u64,
+    timing: crate::raft::timing::Timing,
+    shutdown: &CancellationToken,
+) -> Result<crate::raft::link::Link, StartError> {
+    let quorum_tls = match &cfg.quorum_tls {
+        Some(q) => Some(crate::security::quorum_tls::QuorumTls::load(q.clone()).map_err(StartError::QuorumTls)?),
+        None => None,
+    };
+    if let Some(t) = quorum_tls.as_ref().filter(|t| t.settings().reload) {
+        let every = crate::security::tls::RELOAD_POLL;
+        tokio::spawn(t.clone().watch(shutdown.clone(), every));
+    }
+    Ok(crate::raft::link::Link::new(me, quorum_tls, timing))
+}
+
+/// A member of a new ensemble proposes the initial membership (every voter proposes the same
+/// one, which openraft allows; whoever wins the first election commits it). It waits one
+/// election timeout first, so that a member seeding the ensemble and started with it is heard
+/// from before (no election could end sooner anyway).
+async fn initialize_new(
+    raft: crate::raft::types::Raft,
+    status: Arc<crate::raft::member::MemberStatus>,
+    link: crate::raft::link::Link,
+    ens: crate::raft::members::Ensemble,
+    timing: crate::raft::timing::Timing,
+    stop: CancellationToken,
+) {
+    use crate::raft::member;
+    let voters: std::collections::BTreeMap<u64, crate::raft::members::ServerSpec> =
+        ens.members.iter().filter(|(_, s)| !s.observer).map(|(id, s)| (*id, s.clone())).collect();
+    if status.amnesia.state() == crate::raft::amnesia::State::Probing {
+        // Empty: a member of a new ensemble, or one whose data was wiped? The others know.
+        let every = timing.heartbeat;
+        if member::probe_ensemble(&link, &ens, &raft, &status, &stop, every).await != member::Probed::Initialize {
+            return;
+        }
+    }
+    tokio::select! {
+        _ = stop.cancelled() => return,
+        _ = tokio::time::sleep(timing.election_max) => {}
+    }
+    // A member that waited for a seed may have it by now: nothing left to initialize.
+    if raft.is_initialized().await.unwrap_or(true) || !status.seed.lock().may_initialize() {
+        return;
+    }
+    if let Err(e) = raft.initialize(voters).await {
+        tracing::debug!("initialize: {e}");
+    }
 }
 
 /// An observer of a ZooKeeper ensemble (`zkr.ensembleProtocol=zab`): the core over ZooKeeper's

@@ -11,6 +11,7 @@
 //! (`zkr repair-log`, repair.rs): the same, cutting the log at its first corrupt record.
 
 pub mod damage;
+pub mod group_commit;
 pub mod record;
 pub mod repair;
 pub mod segment;

@@ -10,7 +10,6 @@ use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair, SanType}
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use zkr::config::{ClientAuth, Config, Origin, QuorumTlsSettings, StorePassword, StoreSettings, StoreType, TlsStores};
-use zkr::server::core::replicated::Role;
 use zookeeper_client as zk;
 
 /// A certificate authority that signs member certificates into PEM key stores (key and
@@ -93,44 +92,6 @@ fn configs(tls: impl Fn(usize) -> Option<QuorumTlsSettings>) -> Vec<Config> {
         c.quorum_tls = tls(i);
     }
     cfgs
-}
-
-async fn start_all(cfgs: &[Config]) -> Vec<zkr::server::Server> {
-    let mut servers = Vec::new();
-    for c in cfgs {
-        servers.push(common::start_with(c.clone()).await.0);
-    }
-    servers
-}
-
-fn role(s: &zkr::server::Server) -> Option<Role> {
-    s.member().map(|m| m.status.role.lock().0)
-}
-
-/// Members 1 and 2 (indexes 0 and 1) elect a leader and serve writes; member 3 never hears from
-/// a leader in `wait` (it stays Looking), and a client on member 1 or 2 is not affected.
-async fn third_member_stays_out(servers: &[zkr::server::Server], wait: Duration) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let roles: Vec<_> = servers.iter().map(role).collect();
-        let pair = [roles[0], roles[1]];
-        if pair.contains(&Some(Role::Leader)) && pair.contains(&Some(Role::Follower)) {
-            break;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "members 1 and 2 did not form a quorum: {roles:?}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let c = zk::Client::connector()
-        .session_timeout(Duration::from_secs(6))
-        .connect(&servers[0].local_addr().to_string())
-        .await
-        .expect("client on member 1");
-    c.create("/written", b"x", &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all())).await.unwrap();
-    let until = tokio::time::Instant::now() + wait;
-    while tokio::time::Instant::now() < until {
-        assert_eq!(role(&servers[2]), Some(Role::Looking), "member 3 joined the ensemble");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -13,6 +13,7 @@ mod dubbo;
 mod durability;
 mod ensemble;
 mod ensemble_guarantees;
+mod ensemble_sasl;
 mod ensemble_tls;
 mod fixtures;
 mod fuzz_smoke;

@@ -49,7 +49,7 @@ async fn zkr_observes_a_zookeeper_38_ensemble_that_requires_quorum_sasl_and_a_wr
     // The right one: it syncs, serves ZooKeeper's tree and forwards a write.
     let port = free_port();
     let cfg = observer_config_with(&zk, port, SASL, Some(good));
-    assert!(cfg.zab_quorum_auth.is_some(), "the QuorumLearner login is read");
+    assert!(cfg.quorum_sasl.as_ref().is_some_and(|q| q.login.is_some()), "the QuorumLearner login is read");
     let (server, _) = crate::common::start_with(cfg).await;
     until_async("srvr says Mode: observer", 60, || async move { srvr_mode(port).await.as_deref() == Some("observer") })
         .await;

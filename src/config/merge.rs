@@ -317,11 +317,7 @@ impl Config {
             self.check_zab_observer(f)?;
         }
         if let (Some(_), Some(f)) = (&self.ensemble, file) {
-            if self.zab_observer {
-                self.zab_quorum_auth = zab_quorum_auth(f, args.jaas_config.as_deref())?;
-            } else {
-                refuse_quorum_sasl(f)?;
-            }
+            self.quorum_sasl = quorum_sasl(f, args.jaas_config.as_deref())?;
             self.quorum_tls = quorum_tls_from_file(&f.name, &f.keys)?;
         }
         let me = match &self.ensemble {
@@ -430,16 +426,10 @@ fn jaas_from_jvm_flags() -> Option<PathBuf> {
     })
 }
 
-/// An observer of a ZooKeeper ensemble that requires quorum SASL logs in as ZooKeeper's
-/// learners do: only with `quorum.auth.enableSasl` and `quorum.auth.learnerRequireSasl` both
-/// true (SaslQuorumAuthLearner sends nothing otherwise), with the JAAS section
-/// `quorum.auth.learner.saslLoginContext` (default `QuorumLearner`). The combinations
-/// QuorumPeerConfig refuses are refused here too.
-fn zab_quorum_auth(
-    f: &ZooCfg,
-    jaas: Option<&Path>,
-) -> Result<Option<crate::zab::quorum_auth::Credentials>, ConfigError> {
-    let k = Keys { name: &f.name, keys: &f.keys };
+/// zoo.cfg's quorum SASL switches, with the combinations QuorumPeerConfig refuses refused here
+/// too: `(learnerRequireSasl, serverRequireSasl)`, or None when `quorum.auth.enableSasl` is not
+/// true.
+fn quorum_sasl_keys(k: &Keys) -> Result<Option<(bool, bool)>, ConfigError> {
     let enabled = k.java_bool("quorum.auth.enableSasl").unwrap_or(false);
     let learner = k.java_bool("quorum.auth.learnerRequireSasl").unwrap_or(false);
     let server = k.java_bool("quorum.auth.serverRequireSasl").unwrap_or(false);
@@ -453,38 +443,56 @@ fn zab_quorum_auth(
             "quorum.auth.serverRequireSasl=true needs quorum.auth.learnerRequireSasl=true (as in ZooKeeper)".into(),
         ));
     }
-    if !(enabled && learner) {
-        return Ok(None);
-    }
-    let section = k.get("quorum.auth.learner.saslLoginContext").unwrap_or("QuorumLearner");
+    Ok(enabled.then_some((learner, server)))
+}
+
+/// The JAAS file quorum SASL reads its `section` from (`key` names the line that asked).
+fn quorum_jaas(
+    k: &Keys,
+    key: &str,
+    section: &str,
+    jaas: Option<&Path>,
+) -> Result<(crate::security::jaas::Sections, String), ConfigError> {
     let path = jaas.map(Path::to_path_buf).or_else(jaas_from_jvm_flags).ok_or_else(|| {
         k.bad(
-            "quorum.auth.learnerRequireSasl",
+            key,
             format!("quorum SASL needs a JAAS file with a {section} section: --jaas-config FILE, or -Djava.security.auth.login.config=FILE in SERVER_JVMFLAGS"),
         )
     })?;
     let sections = crate::security::jaas::load_sections(&path).map_err(|e| ConfigError::Invalid(e.to_string()))?;
-    let (user, password) = crate::security::jaas::login(&sections, section, &path.display().to_string())
-        .map_err(|e| ConfigError::Invalid(e.to_string()))?;
-    Ok(Some(crate::zab::quorum_auth::Credentials { user, password }))
+    Ok((sections, path.display().to_string()))
 }
 
-/// An ensemble asked to authenticate its members with SASL (`quorum.auth.enableSasl`) stops
-/// startup: zkr's peer port does not do it yet, and carrying on would let any host that can
-/// reach the peer port join, where the operator asked otherwise. (`sslQuorum` is served: a
-/// member then takes only members whose certificates its trust store vouches for.)
-fn refuse_quorum_sasl(f: &ZooCfg) -> Result<(), ConfigError> {
-    let key = "quorum.auth.enableSasl";
-    if let Some((v, line)) = f.keys.get(key).filter(|(v, _)| v.trim().eq_ignore_ascii_case("true")) {
-        return Err(ConfigError::Line {
-            file: f.name.clone(),
-            line: *line,
-            reason: format!(
-                "{key}={v}: zkr does not yet authenticate ensemble members with SASL; it refuses to start rather than run without it (set {key}=false and use sslQuorum=true with client certificates, or keep the peer ports on a private network)"
-            ),
-        });
-    }
-    Ok(())
+/// The login a member sends on the connections it opens: only with
+/// `quorum.auth.learnerRequireSasl` (SaslQuorumAuthLearner sends nothing otherwise), from the
+/// JAAS section `quorum.auth.learner.saslLoginContext` (default `QuorumLearner`).
+fn quorum_login(k: &Keys, jaas: Option<&Path>) -> Result<crate::security::quorum_sasl::Credentials, ConfigError> {
+    let section = k.get("quorum.auth.learner.saslLoginContext").unwrap_or("QuorumLearner");
+    let (sections, file) = quorum_jaas(k, "quorum.auth.learnerRequireSasl", section, jaas)?;
+    let (user, password) =
+        crate::security::jaas::login(&sections, section, &file).map_err(|e| ConfigError::Invalid(e.to_string()))?;
+    Ok(crate::security::quorum_sasl::Credentials { user, password })
+}
+
+/// Quorum SASL as ZooKeeper's members do it: with `quorum.auth.enableSasl=true` a member checks
+/// any login sent to it against the `user_` accounts of the JAAS section
+/// `quorum.auth.server.saslLoginContext` (default `QuorumServer`; ZooKeeper's
+/// SaslQuorumAuthServer stops startup without the section too), logs in itself when
+/// `learnerRequireSasl`, and refuses members that send no login when `serverRequireSasl`. A
+/// zkr observer of a ZooKeeper ensemble only logs in, but is held to the same file: after
+/// `zkr takeover` the same zoo.cfg makes it a member that takes logins.
+fn quorum_sasl(
+    f: &ZooCfg,
+    jaas: Option<&Path>,
+) -> Result<Option<crate::security::quorum_sasl::QuorumSasl>, ConfigError> {
+    let k = Keys { name: &f.name, keys: &f.keys };
+    let Some((learner, require)) = quorum_sasl_keys(&k)? else { return Ok(None) };
+    let section = k.get("quorum.auth.server.saslLoginContext").unwrap_or("QuorumServer");
+    let (sections, file) = quorum_jaas(&k, "quorum.auth.enableSasl", section, jaas)?;
+    let users =
+        crate::security::jaas::users_of(&sections, section, &file).map_err(|e| ConfigError::Invalid(e.to_string()))?;
+    let login = if learner { Some(quorum_login(&k, jaas)?) } else { None };
+    Ok(Some(crate::security::quorum_sasl::QuorumSasl { login, users, require }))
 }
 
 /// Keys zkr reads.
@@ -554,6 +562,11 @@ pub(super) const USED: &[&str] = &[
     "ssl.quorum.hostnameVerification",
     "ssl.quorum.crl",
     "ssl.quorum.ocsp",
+    "quorum.auth.enableSasl",
+    "quorum.auth.learnerRequireSasl",
+    "quorum.auth.serverRequireSasl",
+    "quorum.auth.learner.saslLoginContext",
+    "quorum.auth.server.saslLoginContext",
     "X509AuthenticationProvider.superUser",
     "DigestAuthenticationProvider.superDigest",
     "superUser",

@@ -261,9 +261,9 @@ pub struct Config {
     /// `zkr.ensembleProtocol=zab`: the ensemble is a ZooKeeper one, which this server observes
     /// (`crate::zab`); otherwise zkr's own members replicate with Raft.
     pub zab_observer: bool,
-    /// An observer's quorum SASL login (`quorum.auth.enableSasl` and `learnerRequireSasl`, the
-    /// JAAS `QuorumLearner` section): sent on every connection to the ZooKeeper ensemble.
-    pub zab_quorum_auth: Option<crate::zab::quorum_auth::Credentials>,
+    /// Quorum SASL (`quorum.auth.enableSasl`): on a zkr ensemble's peer links both sides; an
+    /// observer of a ZooKeeper ensemble sends its `login` on every connection to it.
+    pub quorum_sasl: Option<crate::security::quorum_sasl::QuorumSasl>,
     /// On an error after which this member must not go on (its tree diverged from the leader's,
     /// an entry of newer prep rules), stop the process (exit 70) for a supervisor to restart
     /// it; tests in one process turn this off, and the member only stops serving.
@@ -316,7 +316,7 @@ impl Default for Config {
             read_only_enabled: false,
             keep_clients_on_leader_loss: false,
             zab_observer: false,
-            zab_quorum_auth: None,
+            quorum_sasl: None,
             accept_data_loss: false,
             exit_on_fatal: true,
             failpoints: Failpoints::default(),

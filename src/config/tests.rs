@@ -102,15 +102,35 @@ fn admin_server_keys() {
 }
 
 #[test]
-fn quorum_sasl_stops_startup_and_quorum_tls_is_read_from_ssl_quorum_keys() {
+fn quorum_sasl_reads_its_jaas_sections_and_quorum_tls_is_read_from_ssl_quorum_keys() {
     let dir = std::env::temp_dir().join(format!("zkr-cfg-sslquorum-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("myid"), "1\n").unwrap();
     let base = format!("dataDir={}\nserver.1=a:2888:3888\nserver.2=b:2888:3888\nserver.3=c:2888:3888\n", dir.display());
     let c = with_file(&format!("{base}sslQuorum=false\n"), ServeArgs::default()).unwrap();
     assert!(c.ensemble.is_some() && c.quorum_tls.is_none());
-    let err = with_file(&format!("{base}quorum.auth.enableSasl=true\n"), ServeArgs::default()).unwrap_err();
-    assert!(err.to_string().starts_with("zoo.cfg:5: quorum.auth.enableSasl=true"), "{err}");
+    // Quorum SASL between zkr's members: the QuorumServer accounts always, the QuorumLearner
+    // login with learnerRequireSasl, serverRequireSasl as `require`.
+    let err = with_file(&format!("{base}quorum.auth.enableSasl=true\n"), ServeArgs::default()).unwrap_err().to_string();
+    assert!(err.starts_with("zoo.cfg:5: quorum SASL needs a JAAS file with a QuorumServer section"), "{err}");
+    let jaas = dir.join("jaas.conf");
+    std::fs::write(&jaas, "QuorumServer {\n M required\n user_m=\"pw\";\n};\n").unwrap();
+    let with_jaas = || ServeArgs { jaas_config: Some(jaas.clone()), ..ServeArgs::default() };
+    let q = with_file(&format!("{base}quorum.auth.enableSasl=true\n"), with_jaas()).unwrap().quorum_sasl.unwrap();
+    assert!(q.login.is_none() && !q.require && q.users.get("m").map(String::as_str) == Some("pw"));
+    let all = format!(
+        "{base}quorum.auth.enableSasl=true\nquorum.auth.learnerRequireSasl=true\nquorum.auth.serverRequireSasl=true\n"
+    );
+    let err = with_file(&all, with_jaas()).unwrap_err().to_string();
+    assert!(err.contains("no QuorumLearner section"), "{err}");
+    let learner = "QuorumLearner {\n M required\n username=\"m\"\n password=\"pw\";\n};\n";
+    std::fs::write(&jaas, format!("QuorumServer {{\n M required\n user_m=\"pw\";\n}};\n{learner}")).unwrap();
+    let q = with_file(&all, with_jaas()).unwrap().quorum_sasl.unwrap();
+    assert!(q.require && q.login.map(|c| c.user) == Some("m".into()));
+    std::fs::write(&jaas, learner).unwrap();
+    let err = with_file(&format!("{base}quorum.auth.enableSasl=true\n"), with_jaas()).unwrap_err().to_string();
+    assert!(err.contains("no QuorumServer section with user_"), "{err}");
+    assert!(with_file(&base, with_jaas()).unwrap().quorum_sasl.is_none());
     // sslQuorum needs this member's key store and a trust store, named by line.
     let err = with_file(&format!("{base}sslQuorum=true\n"), ServeArgs::default()).unwrap_err().to_string();
     assert!(err.starts_with("zoo.cfg:5: sslQuorum=true needs this member's key"), "{err}");
@@ -321,15 +341,21 @@ fn zab_observer_needs_an_observer_line_above_every_voter() {
     let sasl = format!("{ok}quorum.auth.enableSasl=true\nquorum.auth.serverRequireSasl=true\n");
     let (_, why) = reason(&sasl, 9);
     assert!(why.contains("needs quorum.auth.learnerRequireSasl=true"), "{why}");
-    let c = with_file(&format!("{ok}quorum.auth.enableSasl=true\n"), id(9)).unwrap();
-    assert!(c.zab_quorum_auth.is_none(), "a Java learner sends no login unless learnerRequireSasl");
-    let sasl = format!("{ok}quorum.auth.enableSasl=true\nquorum.auth.learnerRequireSasl=true\n");
-    let (_, why) = reason(&sasl, 9);
-    assert!(why.contains("needs a JAAS file with a QuorumLearner section"), "{why}");
+    let (_, why) = reason(&format!("{ok}quorum.auth.enableSasl=true\n"), 9);
+    assert!(why.contains("needs a JAAS file with a QuorumServer section"), "as SaslQuorumAuthServer: {why}");
     let jaas = std::env::temp_dir().join(format!("zkr-cfg-jaas-{}", std::process::id()));
-    std::fs::write(&jaas, "QuorumLearner {\n M required\n username=\"l\"\n password=\"p\";\n};\n").unwrap();
-    let c = with_file(&sasl, ServeArgs { jaas_config: Some(jaas.clone()), ..id(9) }).unwrap();
-    let creds = c.zab_quorum_auth.expect("the login");
+    let server = "QuorumServer {\n M required\n user_l=\"p\";\n};\n";
+    std::fs::write(&jaas, server).unwrap();
+    let with_jaas = || ServeArgs { jaas_config: Some(jaas.clone()), ..id(9) };
+    let c = with_file(&format!("{ok}quorum.auth.enableSasl=true\n"), with_jaas()).unwrap();
+    assert!(c.quorum_sasl.unwrap().login.is_none(), "a Java learner sends no login unless learnerRequireSasl");
+    let sasl = format!("{ok}quorum.auth.enableSasl=true\nquorum.auth.learnerRequireSasl=true\n");
+    let err = with_file(&sasl, with_jaas()).unwrap_err().to_string();
+    assert!(err.contains("no QuorumLearner section"), "{err}");
+    std::fs::write(&jaas, format!("{server}QuorumLearner {{\n M required\n username=\"l\"\n password=\"p\";\n}};\n"))
+        .unwrap();
+    let c = with_file(&sasl, with_jaas()).unwrap();
+    let creds = c.quorum_sasl.as_ref().and_then(|q| q.login.clone()).expect("the login");
     assert_eq!((creds.user.as_str(), creds.password.as_str()), ("l", "p"));
     assert!(c.sasl_users.is_none(), "a file of quorum sections only sets no client accounts");
     let _ = std::fs::remove_file(&jaas);

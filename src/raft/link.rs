@@ -1,16 +1,18 @@
 //! Opening and taking peer connections: plain TCP, or TLS with `sslQuorum=true` (see
-//! `security::quorum_tls`). Everything above this module reads and writes frames on a
-//! [`PeerStream`] whichever it is.
+//! `security::quorum_tls`), then quorum SASL's login when `quorum.auth.enableSasl=true` (see
+//! `security::quorum_sasl`), then the hello. Everything above this module reads and writes
+//! frames on a [`PeerStream`] whichever it is.
 
 use super::timing::Timing;
 use super::types::MemberId;
-use super::wire::{write_frame, Hello, Kind, PeerError};
+use super::wire::{self, write_frame, Hello, Kind, PeerError};
+use crate::security::quorum_sasl::{self, QuorumSasl};
 use crate::security::quorum_tls::{self, QuorumTls};
 use rustls::pki_types::ServerName;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{ReadHalf, WriteHalf};
+use tokio::io::{AsyncReadExt, ReadHalf, WriteHalf};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio_util::either::Either;
@@ -41,12 +43,13 @@ pub fn split(s: PeerStream) -> (PeerRead, PeerWrite) {
 pub struct Link {
     pub me: MemberId,
     tls: Option<Arc<QuorumTls>>,
+    sasl: Option<Arc<QuorumSasl>>,
     pub timing: Timing,
 }
 
 impl Link {
-    pub fn new(me: MemberId, tls: Option<Arc<QuorumTls>>, timing: Timing) -> Link {
-        Link { me, tls, timing }
+    pub fn new(me: MemberId, tls: Option<Arc<QuorumTls>>, sasl: Option<QuorumSasl>, timing: Timing) -> Link {
+        Link { me, tls, sasl: sasl.map(Arc::new), timing }
     }
 
     /// Opens a peer connection of `kind` to `addr` (`host:port` of a `server.N` line): TLS
@@ -62,8 +65,43 @@ impl Link {
             }
             _ => Either::Left(tcp),
         };
+        if let Some(creds) = self.sasl.as_ref().and_then(|q| q.login.as_ref()) {
+            tokio::time::timeout(self.timing.handshake, quorum_sasl::login(&mut s, creds))
+                .await
+                .map_err(|_| PeerError::Refused(format!("no quorum SASL answer from {addr} in time")))??;
+        }
         write_frame(&mut s, &Hello { from: self.me, kind }).await?;
         Ok(s)
+    }
+
+    /// Reads the hello of a connection `accept` took, checking quorum SASL's login first when
+    /// the member opening it sent one (it must when `quorum.auth.serverRequireSasl=true`).
+    /// Mixed logins are taken while `serverRequireSasl` is false, as ZooKeeper does, so that
+    /// quorum SASL can be turned on one member at a time.
+    pub async fn hello(&self, s: &mut PeerStream, peer: SocketAddr) -> Result<Hello, PeerError> {
+        let read = async {
+            let mut first = [0u8; 4];
+            s.read_exact(&mut first).await?;
+            if !quorum_sasl::starts_packet(first) {
+                if self.sasl.as_ref().is_some_and(|q| q.require) {
+                    let why = "sent no quorum SASL login and quorum.auth.serverRequireSasl=true here";
+                    return Err(PeerError::Refused(format!("member connecting from {peer} {why}")));
+                }
+                return wire::read_frame_after(s, first).await;
+            }
+            let Some(sasl) = &self.sasl else {
+                let why = "sent a quorum SASL login and quorum.auth.enableSasl is not true here";
+                return Err(PeerError::Refused(format!("member connecting from {peer} {why}")));
+            };
+            let user = quorum_sasl::admit(s, first, &sasl.users).await?;
+            tracing::debug!(%peer, user, "member logged in with quorum SASL");
+            let mut len = [0u8; 4];
+            s.read_exact(&mut len).await?;
+            wire::read_frame_after(s, len).await
+        };
+        tokio::time::timeout(self.timing.handshake, read)
+            .await
+            .map_err(|_| PeerError::Refused(format!("no hello in time from {peer}")))?
     }
 
     /// Takes a connection another member opened: a TLS handshake when `sslQuorum=true`; with

@@ -308,7 +308,7 @@ fn scan_segment(st: &mut State, seg: u64, path: &Path, last: bool) -> Result<(),
 /// The writer thread: appends and fsyncs in order (`storage::group_commit`), reporting each
 /// batch once it is on disk.
 fn writer(dir: PathBuf, rx: std::sync::mpsc::Receiver<Job>, state: Arc<Mutex<State>>, force_sync: bool) {
-    group_commit::run(&rx, &mut Writer { dir, file: None, state, force_sync });
+    group_commit::run(&rx, &mut Writer { dir, file: None, state, force_sync, failed: None, flushed: None });
 }
 
 /// The Raft log's side of group commit: the segment being appended to and the shared state.
@@ -317,6 +317,10 @@ struct Writer {
     file: Option<(u64, File)>,
     state: Arc<Mutex<State>>,
     force_sync: bool,
+    /// This thread's copy of `State::failed` (only this thread sets it).
+    failed: Option<String>,
+    /// The last entry of this batch's completed appends, published in `batch_done`.
+    flushed: Option<u64>,
 }
 
 impl Writer {
@@ -360,8 +364,9 @@ impl Writer {
     }
 
     /// Nothing written after a failed write may be acknowledged.
-    fn fail(&self, msg: String) {
+    fn fail(&mut self, msg: String) {
         tracing::error!("{msg}");
+        self.failed.get_or_insert_with(|| msg.clone());
         self.state.lock().failed.get_or_insert(msg);
     }
 }
@@ -403,19 +408,22 @@ impl group_commit::GroupWriter for Writer {
 
     fn complete(&mut self, job: Job) {
         let Job::Append { last, done, .. } = job else { return };
-        let failed = {
-            let mut st = self.state.lock();
-            if st.failed.is_none() {
-                st.flushed = Some(st.flushed.map_or(last, |f| f.max(last)));
-                st.trim_cache();
-            }
-            st.failed.clone()
-        };
+        if self.failed.is_none() {
+            self.flushed = Some(self.flushed.map_or(last, |f| f.max(last)));
+        }
         if let Some(cb) = done {
-            match failed {
+            match &self.failed {
                 None => cb.log_io_completed(Ok(())),
-                Some(msg) => cb.log_io_completed(Err(std::io::Error::other(msg))),
+                Some(msg) => cb.log_io_completed(Err(std::io::Error::other(msg.clone()))),
             }
+        }
+    }
+
+    fn batch_done(&mut self) {
+        if let Some(last) = self.flushed.take() {
+            let mut st = self.state.lock();
+            st.flushed = Some(st.flushed.map_or(last, |f| f.max(last)));
+            st.trim_cache();
         }
     }
 }

@@ -40,6 +40,11 @@ pub enum PeerError {
     Decode(#[from] bincode::Error),
     #[error("{0}")]
     Tls(String),
+    #[error("{0}")]
+    Auth(#[from] crate::security::quorum_sasl::AuthError),
+    /// A connection this member's settings do not take (quorum SASL required and not sent).
+    #[error("{0}")]
+    Refused(String),
 }
 
 fn codec() -> impl bincode::Options {
@@ -68,6 +73,26 @@ pub async fn read_frame<R: AsyncRead + Unpin, T: for<'de> Deserialize<'de>>(r: &
     let mut payload = vec![0u8; len as usize];
     r.read_exact(&mut payload).await?;
     if crc32fast::hash(&payload).to_be_bytes() != h[4..8] {
+        return Err(PeerError::Checksum);
+    }
+    Ok(codec().deserialize(&payload)?)
+}
+
+/// The rest of a frame whose first four bytes (its length) the caller already read: how a
+/// member that looked for a quorum SASL login reads the hello that came instead.
+pub async fn read_frame_after<R: AsyncRead + Unpin, T: for<'de> Deserialize<'de>>(
+    r: &mut R,
+    len: [u8; 4],
+) -> Result<T, PeerError> {
+    let len = u32::from_be_bytes(len);
+    if len > MAX_FRAME {
+        return Err(PeerError::TooLong(len));
+    }
+    let mut crc = [0u8; 4];
+    r.read_exact(&mut crc).await?;
+    let mut payload = vec![0u8; len as usize];
+    r.read_exact(&mut payload).await?;
+    if crc32fast::hash(&payload).to_be_bytes() != crc {
         return Err(PeerError::Checksum);
     }
     Ok(codec().deserialize(&payload)?)

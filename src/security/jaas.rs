@@ -35,8 +35,8 @@ pub const SERVER_SECTION: &str = "Server";
 pub enum JaasError {
     #[error("{file}:{line}: {reason}")]
     Syntax { file: String, line: usize, reason: String },
-    #[error("{file}: no {SERVER_SECTION} section with user_<name>=\"<password>\" entries")]
-    NoServer { file: String },
+    #[error("{file}: no {section} section with user_<name>=\"<password>\" entries")]
+    NoServer { file: String, section: String },
     #[error("cannot read {file}: {reason}")]
     Read { file: String, reason: String },
     #[error("{file}: no {section} section with username=\"<name>\" and password=\"<password>\"")]
@@ -135,14 +135,19 @@ pub fn parse(text: &str, file: &str) -> Result<BTreeMap<String, String>, JaasErr
 
 /// The `user_` accounts of the `Server` section.
 pub fn server_users(sections: &Sections, file: &str) -> Result<BTreeMap<String, String>, JaasError> {
+    users_of(sections, SERVER_SECTION, file)
+}
+
+/// The `user_` accounts of `section` (`QuorumServer` for quorum SASL).
+pub fn users_of(sections: &Sections, section: &str, file: &str) -> Result<BTreeMap<String, String>, JaasError> {
     let users: BTreeMap<String, String> = sections
-        .get(SERVER_SECTION)
+        .get(section)
         .into_iter()
         .flatten()
         .filter_map(|(k, v)| k.strip_prefix("user_").map(|u| (u.to_owned(), v.clone())))
         .collect();
     if users.is_empty() {
-        return Err(JaasError::NoServer { file: file.to_owned() });
+        return Err(JaasError::NoServer { file: file.to_owned(), section: section.to_owned() });
     }
     Ok(users)
 }
@@ -250,14 +255,17 @@ mod tests {
         let s = parse_sections(text, "j").unwrap();
         assert_eq!(login(&s, "QuorumLearner", "j"), Ok(("learner".into(), "pw".into())));
         assert_eq!(login(&s, "Other", "j"), Err(JaasError::NoLogin { file: "j".into(), section: "Other".into() }));
-        assert_eq!(server_users(&s, "j"), Err(JaasError::NoServer { file: "j".into() }));
+        assert_eq!(server_users(&s, "j"), Err(JaasError::NoServer { file: "j".into(), section: "Server".into() }));
     }
 
     #[test]
     fn errors_name_the_line() {
         let e = parse("Server {\n  M required\n  user_a=\"x\"\n};\n", "j").unwrap_err();
         assert_eq!(e.to_string(), "j:4: expected an option or ';', found Punct('}')");
-        assert_eq!(parse("Client { M required a=b; };", "j").unwrap_err(), JaasError::NoServer { file: "j".into() });
+        assert_eq!(
+            parse("Client { M required a=b; };", "j").unwrap_err(),
+            JaasError::NoServer { file: "j".into(), section: "Server".into() }
+        );
         assert!(parse("Server {\n M required user_a=\"x", "j")
             .unwrap_err()
             .to_string()

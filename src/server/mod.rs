@@ -459,7 +459,7 @@ fn peer_link(
         let every = crate::security::tls::RELOAD_POLL;
         tokio::spawn(t.clone().watch(shutdown.clone(), every));
     }
-    Ok(crate::raft::link::Link::new(me, quorum_tls, timing))
+    Ok(crate::raft::link::Link::new(me, quorum_tls, cfg.quorum_sasl.clone(), timing))
 }
 
 /// A member of a new ensemble proposes the initial membership (every voter proposes the same
@@ -533,7 +533,7 @@ fn start_observer(
         max_buffer: cfg.max_frame.saturating_mul(2),
         last_zxid: zxid,
         epochs_dir: Some(cfg.data_dir.join("zab")),
-        auth: cfg.zab_quorum_auth.clone(),
+        auth: cfg.quorum_sasl.as_ref().and_then(|q| q.login.clone()),
     };
     let (core_tx, core_rx) = mpsc::channel(CORE_QUEUE);
     let weak = core_tx.downgrade();

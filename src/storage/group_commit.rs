@@ -19,6 +19,9 @@ pub trait GroupWriter {
     /// Completes a job after its batch's fsync (or right after its write when the batch
     /// appended nothing), in the order the jobs arrived.
     fn complete(&mut self, job: Self::Job);
+    /// After the batch's last completion: state shared with other threads is updated once
+    /// per batch here rather than once per job.
+    fn batch_done(&mut self) {}
 }
 
 /// Runs batches until every sender is gone.
@@ -36,6 +39,7 @@ pub fn run<W: GroupWriter>(rx: &Receiver<W::Job>, w: &mut W) {
         for job in jobs {
             w.complete(job);
         }
+        w.batch_done();
     }
 }
 
@@ -59,6 +63,9 @@ mod tests {
         fn complete(&mut self, job: (u32, bool)) {
             self.0.push(format!("complete {}", job.0));
         }
+        fn batch_done(&mut self) {
+            self.0.push("done".into());
+        }
     }
 
     #[test]
@@ -70,7 +77,8 @@ mod tests {
         drop(tx);
         let mut t = Trace::default();
         run(&rx, &mut t);
-        assert_eq!(t.0, ["write 1", "write 2", "write 3", "sync", "complete 1", "complete 2", "complete 3"]);
+        let want = ["write 1", "write 2", "write 3", "sync", "complete 1", "complete 2", "complete 3", "done"];
+        assert_eq!(t.0, want);
     }
 
     #[test]
@@ -80,7 +88,7 @@ mod tests {
         drop(tx);
         let mut t = Trace::default();
         run(&rx, &mut t);
-        assert_eq!(t.0, ["write 7", "complete 7"]);
+        assert_eq!(t.0, ["write 7", "complete 7", "done"]);
     }
 
     #[test]
@@ -105,10 +113,13 @@ mod tests {
             fn complete(&mut self, job: (u32, bool)) {
                 self.trace.complete(job)
             }
+            fn batch_done(&mut self) {
+                self.trace.batch_done()
+            }
         }
         let mut w = Late { tx: Some(tx), trace: Trace::default() };
         run(&rx, &mut w);
-        let want = ["write 1", "sync", "complete 1", "write 2", "sync", "complete 2"];
+        let want = ["write 1", "sync", "complete 1", "done", "write 2", "sync", "complete 2", "done"];
         assert_eq!(w.trace.0, want);
     }
 }

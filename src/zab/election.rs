@@ -8,8 +8,8 @@
 //! itself says LEADING (as `FastLeaderElection.checkLeader` requires of a leader that others
 //! follow).
 
-use super::quorum_auth::Credentials;
 use super::ZabError;
+use crate::security::quorum_sasl::Credentials;
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -119,7 +119,7 @@ fn ask(
         // then notifications (a voter that requires SASL closes on anything else).
         s.write_all(&out)?;
         out.clear();
-        super::quorum_auth::authenticate(&mut s, creds).map_err(|e| std::io::Error::other(e.to_string()))?;
+        crate::security::quorum_sasl::authenticate(&mut s, creds).map_err(|e| std::io::Error::other(e.to_string()))?;
     }
     out.extend_from_slice(&looking_notification(1));
     s.write_all(&out)?;

@@ -96,7 +96,7 @@ pub struct Follow {
     /// `None`: in memory only.
     pub epochs_dir: Option<std::path::PathBuf>,
     /// The quorum SASL login, when the ensemble requires one.
-    pub auth: Option<super::quorum_auth::Credentials>,
+    pub auth: Option<crate::security::quorum_sasl::Credentials>,
 }
 
 /// ZooKeeper's `acceptedEpoch` and `currentEpoch` files: the number as text. A missing file is

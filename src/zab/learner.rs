@@ -57,8 +57,8 @@ pub struct Options {
     pub sync_timeout: Duration,
     /// The largest buffer accepted (ZooKeeper's `jute.maxbuffer` plus its extra size).
     pub max_buffer: usize,
-    /// The quorum SASL login, when the ensemble requires one (`quorum_auth`).
-    pub auth: Option<super::quorum_auth::Credentials>,
+    /// The quorum SASL login, when the ensemble requires one (`security::quorum_sasl`).
+    pub auth: Option<crate::security::quorum_sasl::Credentials>,
 }
 
 /// How the leader brought this observer up to date.
@@ -174,7 +174,7 @@ impl Learner {
         if let Some(creds) = &opts.auth {
             // Before anything else on the socket, as Learner.connectToLeader authenticates.
             let mut s = &sock;
-            super::quorum_auth::authenticate(&mut s, creds)
+            crate::security::quorum_sasl::authenticate(&mut s, creds)
                 .map_err(|e| ZabError::Connect { addr: opts.leader, source: std::io::Error::other(e.to_string()) })?;
         }
         let writer = Sender { sock: std::sync::Arc::new(parking_lot::Mutex::new(sock.try_clone().map_err(connect)?)) };

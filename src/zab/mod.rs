@@ -3,13 +3,13 @@
 //! the voters' election ports, `learner` one connection to the
 //! leader from registration through sync to following, `follow` that loop for as long as the
 //! server runs (leader after leader), `digest` ZooKeeper's own tree digest, which every txn the
-//! leader sends is checked against, `quorum_auth` the quorum SASL login an ensemble may require.
+//! leader sends is checked against. The quorum SASL login an ensemble may require is
+//! `security::quorum_sasl`.
 
 pub mod digest;
 pub mod election;
 pub mod follow;
 pub mod learner;
 pub mod packet;
-pub mod quorum_auth;
 
 pub use learner::{Event, Learner, Options, Sender, SyncMode, Synced, ZabError};

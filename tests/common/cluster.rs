@@ -210,3 +210,41 @@ pub fn newest_file(dir: &std::path::Path, prefix: &str) -> std::path::PathBuf {
 pub fn files_in(dir: &std::path::Path) -> usize {
     std::fs::read_dir(dir).map_or(0, |rd| rd.count())
 }
+
+pub async fn start_all(cfgs: &[Config]) -> Vec<zkr::server::Server> {
+    let mut servers = Vec::new();
+    for c in cfgs {
+        servers.push(super::start_with(c.clone()).await.0);
+    }
+    servers
+}
+
+pub fn role(s: &zkr::server::Server) -> Option<Role> {
+    s.member().map(|m| m.status.role.lock().0)
+}
+
+/// Members 1 and 2 (indexes 0 and 1) elect a leader and serve writes; member 3 never hears from
+/// a leader in `wait` (it stays Looking), and a client on member 1 or 2 is not affected.
+pub async fn third_member_stays_out(servers: &[zkr::server::Server], wait: Duration) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let roles: Vec<_> = servers.iter().map(role).collect();
+        let pair = [roles[0], roles[1]];
+        if pair.contains(&Some(Role::Leader)) && pair.contains(&Some(Role::Follower)) {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "members 1 and 2 did not form a quorum: {roles:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let c = zk::Client::connector()
+        .session_timeout(Duration::from_secs(6))
+        .connect(&servers[0].local_addr().to_string())
+        .await
+        .expect("client on member 1");
+    c.create("/written", b"x", &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all())).await.unwrap();
+    let until = tokio::time::Instant::now() + wait;
+    while tokio::time::Instant::now() < until {
+        assert_eq!(role(&servers[2]), Some(Role::Looking), "member 3 joined the ensemble");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

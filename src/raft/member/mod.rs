@@ -25,7 +25,7 @@ use super::log_store::LogStore;
 use super::members::Ensemble;
 use super::seam::{Inlet, Proposal, ReplMsg, Role, Upward};
 use super::types::{LogId, MemberId, Raft};
-use super::wire::{self, ForwardMsg, ForwardReply, Hello, Kind, RpcRequest, RpcResponse};
+use super::wire::{self, ForwardMsg, ForwardReply, Kind, RpcRequest, RpcResponse};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;

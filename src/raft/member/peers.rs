@@ -42,15 +42,10 @@ pub async fn serve_peers(port: PeerPort, mut listener: crate::listen::Listener, 
                     return;
                 }
             };
-            let hello = tokio::time::timeout(link.timing.handshake, wire::read_frame::<_, Hello>(&mut stream)).await;
-            let hello = match hello {
-                Ok(Ok(h)) => h,
-                Ok(Err(e)) => {
+            let hello = match link.hello(&mut stream, peer).await {
+                Ok(h) => h,
+                Err(e) => {
                     tracing::warn!(%peer, "closing peer connection: {e}");
-                    return;
-                }
-                Err(_) => {
-                    tracing::warn!(%peer, "closing peer connection: no hello in time");
                     return;
                 }
             };

@@ -1,0 +1,327 @@
+//! Quorum SASL: ZooKeeper's DIGEST-MD5 login between ensemble members
+//! (`quorum.auth.enableSasl`). The side that opens a connection (ZooKeeper's learner) logs in
+//! with the JAAS `QuorumLearner` section's `username`/`password` when
+//! `quorum.auth.learnerRequireSasl=true`; the side that takes it checks the login against the
+//! `QuorumServer` section's `user_<name>` accounts, and with `quorum.auth.serverRequireSasl=true`
+//! refuses a connection that sends none. An observer of a ZooKeeper ensemble logs in on every
+//! connection it opens: to the leader's quorum port before OBSERVERINFO, to each voter's
+//! election port after the initial message and before its notification
+//! (docs/zab-quorum-sasl.md, checked against Debian's ZooKeeper 3.8). zkr's own members do both
+//! sides on their peer links (`raft::link`): the login goes before the hello.
+//!
+//! Each step is a `QuorumAuthPacket` written as a bare jute record (no length prefix, the tag
+//! is not written): magic (long), status (int), token (buffer).
+//!
+//! ```text
+//!  learner                                leader / voter
+//!  IN_PROGRESS, empty token  ───────────►
+//!                            ◄─────────── IN_PROGRESS, challenge (realm, nonce, md5-sess)
+//!  IN_PROGRESS, response     ───────────►
+//!                            ◄─────────── SUCCESS, rspauth=…   (or ERROR, empty, and it closes)
+//! ```
+
+use crate::security::digest_md5::{DigestClient, DigestServer, SaslError, Step, QUORUM_PROTOCOL, QUORUM_SERVER_NAME};
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+/// `QuorumAuth.QUORUM_AUTH_MAGIC_NUMBER`: what a leader peeks for to tell an auth packet from
+/// a learner's first QuorumPacket.
+pub const MAGIC: i64 = 0x5F24_3501_3501_EDCC;
+/// `QuorumAuth.Status`.
+pub const IN_PROGRESS: i32 = 0;
+pub const SUCCESS: i32 = 1;
+pub const ERROR: i32 = -1;
+/// Java's learner gives up after this many rounds (`SaslQuorumAuthServer.MAX_RETRIES` on the
+/// other side); DIGEST-MD5 needs two.
+const MAX_ROUNDS: usize = 5;
+/// A token larger than this is no DIGEST-MD5 challenge.
+const MAX_TOKEN: usize = 64 * 1024;
+
+/// The `username`/`password` of the JAAS login section (`QuorumLearner` by default).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Credentials {
+    pub user: String,
+    pub password: String,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credentials").field("user", &self.user).finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AuthError {
+    #[error("quorum SASL: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("quorum SASL: the peer answered no auth packet (magic 0x{0:x}): does it require quorum SASL?")]
+    NotAuth(i64),
+    #[error("quorum SASL: the peer refused the login of {user:?} (status {status})")]
+    Refused { user: String, status: i32 },
+    #[error("quorum SASL: {0}")]
+    Sasl(#[from] SaslError),
+    #[error("quorum SASL: no success after {MAX_ROUNDS} rounds")]
+    TooManyRounds,
+    #[error("quorum SASL: a token of {0} bytes")]
+    TooLarge(i32),
+}
+
+/// One `QuorumAuthPacket` as written.
+pub fn encode(status: i32, token: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(16 + token.len());
+    out.extend_from_slice(&MAGIC.to_be_bytes());
+    out.extend_from_slice(&status.to_be_bytes());
+    out.extend_from_slice(&(token.len() as i32).to_be_bytes());
+    out.extend_from_slice(token);
+    out
+}
+
+/// Reads one `QuorumAuthPacket`: (status, token; a null token is empty).
+pub fn read(r: &mut impl Read) -> Result<(i32, Vec<u8>), AuthError> {
+    let mut head = [0u8; 16];
+    r.read_exact(&mut head)?;
+    let (status, n) = parse_head(&head)?;
+    let mut token = vec![0u8; n];
+    r.read_exact(&mut token)?;
+    Ok((status, token))
+}
+
+/// The first four bytes of every packet (of the magic): how a member taking a connection tells
+/// a login from a peer hello, whose first bytes are a frame length under 2^30.
+pub fn starts_packet(first: [u8; 4]) -> bool {
+    first == MAGIC.to_be_bytes()[..4]
+}
+
+/// A packet's fixed part: (status, token length; a null token is empty).
+fn parse_head(head: &[u8; 16]) -> Result<(i32, usize), AuthError> {
+    let magic = i64::from_be_bytes(head[0..8].try_into().unwrap_or_default());
+    if magic != MAGIC {
+        return Err(AuthError::NotAuth(magic));
+    }
+    let status = i32::from_be_bytes(head[8..12].try_into().unwrap_or_default());
+    let len = i32::from_be_bytes(head[12..16].try_into().unwrap_or_default());
+    match usize::try_from(len) {
+        Ok(n) if n <= MAX_TOKEN => Ok((status, n)),
+        Err(_) if len == -1 => Ok((status, 0)),
+        _ => Err(AuthError::TooLarge(len)),
+    }
+}
+
+/// Reads one packet from an async stream; `first` is its first four bytes when the caller
+/// already read them.
+async fn read_async<S: AsyncRead + Unpin>(s: &mut S, first: Option<[u8; 4]>) -> Result<(i32, Vec<u8>), AuthError> {
+    let mut head = [0u8; 16];
+    match first {
+        Some(f) => {
+            head[..4].copy_from_slice(&f);
+            s.read_exact(&mut head[4..]).await?;
+        }
+        None => {
+            s.read_exact(&mut head).await?;
+        }
+    }
+    let (status, n) = parse_head(&head)?;
+    let mut token = vec![0u8; n];
+    s.read_exact(&mut token).await?;
+    Ok((status, token))
+}
+
+async fn send<S: AsyncWrite + Unpin>(s: &mut S, status: i32, token: &[u8]) -> Result<(), AuthError> {
+    s.write_all(&encode(status, token)).await?;
+    // A TLS stream may hold a record back until it is flushed.
+    s.flush().await?;
+    Ok(())
+}
+
+/// Runs the learner's side of the exchange on a connected stream; returns once the peer said
+/// SUCCESS and proved it knows the password (its `rspauth`).
+pub fn authenticate<S: Read + Write>(s: &mut S, creds: &Credentials) -> Result<(), AuthError> {
+    let cnonce: [u8; 16] = rand::random();
+    let mut client = DigestClient::new(&creds.user, &creds.password, QUORUM_PROTOCOL, QUORUM_SERVER_NAME, &cnonce);
+    s.write_all(&encode(IN_PROGRESS, &[]))?;
+    s.flush()?;
+    for _ in 0..MAX_ROUNDS {
+        match read(s)? {
+            (IN_PROGRESS, challenge) => {
+                let response = client.respond(&challenge)?;
+                s.write_all(&encode(IN_PROGRESS, &response))?;
+                s.flush()?;
+            }
+            (SUCCESS, last) => {
+                client.finish(&last)?;
+                return Ok(());
+            }
+            (status, _) => return Err(AuthError::Refused { user: creds.user.clone(), status }),
+        }
+    }
+    Err(AuthError::TooManyRounds)
+}
+
+/// The learner's side on an async stream (a zkr member opening a peer connection): the same
+/// exchange as `authenticate`.
+pub async fn login<S: AsyncRead + AsyncWrite + Unpin>(s: &mut S, creds: &Credentials) -> Result<(), AuthError> {
+    let cnonce: [u8; 16] = rand::random();
+    let mut client = DigestClient::new(&creds.user, &creds.password, QUORUM_PROTOCOL, QUORUM_SERVER_NAME, &cnonce);
+    send(s, IN_PROGRESS, &[]).await?;
+    for _ in 0..MAX_ROUNDS {
+        match read_async(s, None).await? {
+            (IN_PROGRESS, challenge) => {
+                let response = client.respond(&challenge)?;
+                send(s, IN_PROGRESS, &response).await?;
+            }
+            (SUCCESS, last) => {
+                client.finish(&last)?;
+                return Ok(());
+            }
+            (status, _) => return Err(AuthError::Refused { user: creds.user.clone(), status }),
+        }
+    }
+    Err(AuthError::TooManyRounds)
+}
+
+/// The side that takes a connection (`SaslQuorumAuthServer`): checks the login whose first
+/// packet began with `first` against `users`; on success answers SUCCESS with the proof that
+/// it knows the password too and returns the user; on a wrong login answers ERROR.
+pub async fn admit<S: AsyncRead + AsyncWrite + Unpin>(
+    s: &mut S,
+    first: [u8; 4],
+    users: &BTreeMap<String, String>,
+) -> Result<String, AuthError> {
+    let nonce: [u8; 16] = rand::random();
+    let mut server = DigestServer::for_service(QUORUM_PROTOCOL, QUORUM_SERVER_NAME);
+    let mut first = Some(first);
+    for _ in 0..MAX_ROUNDS {
+        let (_, token) = read_async(s, first.take()).await?;
+        match server.step(&token, users, &nonce) {
+            Ok(Step { token, authorized: Some(user) }) => {
+                send(s, SUCCESS, &token).await?;
+                return Ok(user);
+            }
+            Ok(Step { token, authorized: None }) => send(s, IN_PROGRESS, &token).await?,
+            Err(e) => {
+                send(s, ERROR, &[]).await?;
+                return Err(AuthError::Sasl(e));
+            }
+        }
+    }
+    Err(AuthError::TooManyRounds)
+}
+
+/// Quorum SASL on zkr's own peer links, from zoo.cfg's `quorum.auth.*` keys and the JAAS file.
+#[derive(Clone, PartialEq, Eq)]
+pub struct QuorumSasl {
+    /// This member's login on every connection it opens (`quorum.auth.learnerRequireSasl`).
+    pub login: Option<Credentials>,
+    /// The accounts a member opening a connection may log in as (`QuorumServer`'s `user_`).
+    pub users: BTreeMap<String, String>,
+    /// `quorum.auth.serverRequireSasl`: a connection that sends no login is refused.
+    pub require: bool,
+}
+
+impl std::fmt::Debug for QuorumSasl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QuorumSasl")
+            .field("login", &self.login)
+            .field("users", &self.users.keys().collect::<Vec<_>>())
+            .field("require", &self.require)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::security::digest_md5::DigestServer;
+    use std::collections::BTreeMap;
+
+    /// A leader's side as `SaslQuorumAuthServer` runs it, over a socket pair.
+    fn leader(sock: std::net::TcpStream, users: BTreeMap<String, String>) -> std::thread::JoinHandle<Option<String>> {
+        std::thread::spawn(move || {
+            let mut s = sock;
+            let mut server = DigestServer::for_service(QUORUM_PROTOCOL, QUORUM_SERVER_NAME);
+            loop {
+                let (status, token) = read(&mut s).ok()?;
+                assert_eq!(status, IN_PROGRESS, "a learner always sends IN_PROGRESS");
+                match server.step(&token, &users, b"leader-nonce") {
+                    Ok(step) if step.authorized.is_some() => {
+                        s.write_all(&encode(SUCCESS, &step.token)).ok()?;
+                        return step.authorized;
+                    }
+                    Ok(step) => s.write_all(&encode(IN_PROGRESS, &step.token)).ok()?,
+                    Err(_) => {
+                        s.write_all(&encode(ERROR, &[])).ok()?;
+                        return None;
+                    }
+                }
+            }
+        })
+    }
+
+    fn pair() -> (std::net::TcpStream, std::net::TcpStream) {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        (c, l.accept().unwrap().0)
+    }
+
+    #[test]
+    fn a_learner_logs_in_and_a_wrong_password_is_refused() {
+        let users: BTreeMap<String, String> = [("learner".to_owned(), "pw".to_owned())].into();
+        let (mut c, s) = pair();
+        let l = leader(s, users.clone());
+        authenticate(&mut c, &Credentials { user: "learner".into(), password: "pw".into() }).unwrap();
+        assert_eq!(l.join().unwrap().as_deref(), Some("learner"));
+
+        let (mut c, s) = pair();
+        let l = leader(s, users);
+        let e = authenticate(&mut c, &Credentials { user: "learner".into(), password: "no".into() }).unwrap_err();
+        assert!(matches!(e, AuthError::Refused { status: ERROR, .. }), "{e}");
+        assert_eq!(l.join().unwrap(), None);
+    }
+
+    #[test]
+    fn the_first_packet_is_javas_sixteen_bytes() {
+        // Captured from a Java learner (strace) against Debian's ZooKeeper 3.8.
+        assert_eq!(encode(IN_PROGRESS, &[]), [0x5f, 0x24, 0x35, 0x01, 0x35, 0x01, 0xed, 0xcc, 0, 0, 0, 0, 0, 0, 0, 0]);
+        let mut r = &[0x5f, 0x24, 0x35, 0x01, 0x35, 0x01, 0xed, 0xcc, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff][..];
+        assert_eq!(read(&mut r).unwrap(), (SUCCESS, vec![]));
+        let mut not = &[0u8; 16][..];
+        assert!(matches!(read(&mut not), Err(AuthError::NotAuth(0))));
+    }
+
+    /// A member opening a peer connection logs in; the member taking it admits it. Async, both
+    /// sides of zkr's own peer links.
+    #[tokio::test]
+    async fn members_log_in_to_each_other_and_a_wrong_password_is_refused_on_both_sides() {
+        let users: BTreeMap<String, String> = [("member".to_owned(), "pw".to_owned())].into();
+        for (password, ok) in [("pw", true), ("wrong", false)] {
+            let (mut a, mut b) = tokio::io::duplex(4096);
+            let creds = Credentials { user: "member".into(), password: password.into() };
+            let taker = {
+                let users = users.clone();
+                tokio::spawn(async move {
+                    let mut first = [0u8; 4];
+                    b.read_exact(&mut first).await.unwrap();
+                    assert!(starts_packet(first));
+                    admit(&mut b, first, &users).await
+                })
+            };
+            let opened = login(&mut a, &creds).await;
+            let taken = taker.await.unwrap();
+            assert_eq!(opened.is_ok(), ok, "{opened:?}");
+            if ok {
+                assert_eq!(taken.unwrap(), "member");
+            } else {
+                assert!(matches!(opened, Err(AuthError::Refused { status: ERROR, .. })));
+                assert!(matches!(taken, Err(AuthError::Sasl(_))), "{taken:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_peer_hello_does_not_look_like_a_login() {
+        assert!(starts_packet(encode(IN_PROGRESS, &[])[..4].try_into().unwrap()));
+        // A hello frame starts with its length: a small big-endian number.
+        assert!(!starts_packet(12u32.to_be_bytes()));
+    }
+}

@@ -10,7 +10,7 @@
 //! <dataDir>/raft/purged      the last purged log id, likewise
 //! <dataDir>/raft/committed   the last committed log id, likewise (a hint: not fsync'd)
 //! ```
-//! Appends go to one writer thread that writes, fdatasyncs once for everything queued, and only
+//! Appends go to one writer thread (`log_writer`) that writes, fdatasyncs once for everything queued, and only
 //! then reports the entries flushed to openraft (`storage::group_commit`, the standalone log's
 //! loop too).
 //! Entries are readable from the moment they are handed over: the most recent ones stay in
@@ -23,6 +23,7 @@
 #![allow(clippy::result_large_err)] // openraft's StorageError is the trait's error type
 
 use super::log_cache::LogCache;
+use super::log_writer::{writer, Job};
 use super::types::{log_err, log_msg, Entry, LogId, StorageError, Vote, Zkr};
 use openraft::storage::{LogFlushed, RaftLogStorage};
 use openraft::{LogState, RaftLogReader};
@@ -35,7 +36,6 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::storage::group_commit;
 pub(crate) use crate::storage::segment::sync_dir;
 use crate::storage::segment::{self, HEADER, PREFIX, RAFT, SEGMENT_BYTES};
 
@@ -49,7 +49,7 @@ struct Loc {
     len: u32,
 }
 
-struct State {
+pub(super) struct State {
     /// `<dataDir>/raft`: the vote and the small state files.
     raft_dir: PathBuf,
     /// `<dataDir>/raft/log`: the segments.
@@ -60,15 +60,15 @@ struct State {
     /// The newest entries, ending at the last one.
     cache: LogCache,
     /// Segments by first index, opened for reading.
-    segs: BTreeMap<u64, Arc<File>>,
+    pub(super) segs: BTreeMap<u64, Arc<File>>,
     /// Where the next record goes.
     write_seg: Option<u64>,
     write_off: u64,
     /// Highest index known to be on disk.
-    flushed: Option<u64>,
+    pub(super) flushed: Option<u64>,
     purged: Option<LogId>,
     /// Set when a write failed: nothing after it may be acknowledged.
-    failed: Option<String>,
+    pub(super) failed: Option<String>,
 }
 
 impl State {
@@ -80,7 +80,7 @@ impl State {
         self.dir.join(seg_name(seg))
     }
 
-    fn trim_cache(&mut self) {
+    pub(super) fn trim_cache(&mut self) {
         let flushed = self.flushed.unwrap_or(0);
         self.cache.trim(flushed);
     }
@@ -109,33 +109,8 @@ impl State {
     }
 }
 
-fn seg_name(first: u64) -> String {
+pub(super) fn seg_name(first: u64) -> String {
     RAFT.name(first)
-}
-
-/// What the writer thread does, in order.
-enum Job {
-    /// Write `bytes` at `offset` of segment `seg` (creating it first when `create`); entries up
-    /// to `last`. `done` is told once they are on disk (a batch split over two segments reports
-    /// once, with its second part).
-    Append {
-        seg: u64,
-        create: bool,
-        offset: u64,
-        bytes: Vec<u8>,
-        last: u64,
-        done: Option<LogFlushed<Zkr>>,
-    },
-    /// Cut everything from `offset` of segment `seg` on, and remove `drop` segments.
-    Truncate {
-        seg: Option<(u64, u64)>,
-        drop: Vec<PathBuf>,
-        done: std::sync::mpsc::SyncSender<std::io::Result<()>>,
-    },
-    Remove {
-        paths: Vec<PathBuf>,
-        done: std::sync::mpsc::SyncSender<std::io::Result<()>>,
-    },
 }
 
 /// The log store; cheap to clone (readers share it).
@@ -303,133 +278,6 @@ fn scan_segment(st: &mut State, seg: u64, path: &Path, last: bool) -> Result<(),
         st.write_off = off as u64;
     }
     Ok(())
-}
-
-/// The writer thread: appends and fsyncs in order (`storage::group_commit`), reporting each
-/// batch once it is on disk.
-fn writer(dir: PathBuf, rx: std::sync::mpsc::Receiver<Job>, state: Arc<Mutex<State>>, force_sync: bool) {
-    group_commit::run(&rx, &mut Writer { dir, file: None, state, force_sync, failed: None, flushed: None });
-}
-
-/// The Raft log's side of group commit: the segment being appended to and the shared state.
-struct Writer {
-    dir: PathBuf,
-    file: Option<(u64, File)>,
-    state: Arc<Mutex<State>>,
-    force_sync: bool,
-    /// This thread's copy of `State::failed` (only this thread sets it).
-    failed: Option<String>,
-    /// The last entry of this batch's completed appends, published in `batch_done`.
-    flushed: Option<u64>,
-}
-
-impl Writer {
-    fn open(&self, seg: u64) -> std::io::Result<File> {
-        OpenOptions::new().write(true).open(self.dir.join(seg_name(seg)))
-    }
-
-    fn append(&mut self, seg: u64, create: bool, offset: u64, bytes: &[u8]) -> std::io::Result<()> {
-        if create {
-            if let Some((_, f)) = &self.file {
-                f.sync_data()?;
-            }
-            let f = create_segment(&self.dir, seg)?;
-            self.state.lock().segs.insert(seg, Arc::new(File::open(self.dir.join(seg_name(seg)))?));
-            self.file = Some((seg, f));
-        } else if self.file.as_ref().map(|(s, _)| *s) != Some(seg) {
-            self.file = Some((seg, self.open(seg)?));
-        }
-        match &self.file {
-            Some((_, f)) => f.write_all_at(bytes, offset),
-            None => Err(std::io::Error::other("no segment to append to")),
-        }
-    }
-
-    fn truncate(&mut self, seg: Option<(u64, u64)>, drop: &[PathBuf]) -> std::io::Result<()> {
-        for p in drop {
-            std::fs::remove_file(p)?;
-            if self.file.as_ref().is_some_and(|(s, _)| self.dir.join(seg_name(*s)) == *p) {
-                self.file = None;
-            }
-        }
-        if let Some((s, offset)) = seg {
-            let f = self.open(s)?;
-            let len = f.metadata()?.len();
-            f.set_len(offset)?;
-            f.set_len(len.max(offset))?;
-            f.sync_all()?;
-        }
-        sync_dir(&self.dir);
-        Ok(())
-    }
-
-    /// Nothing written after a failed write may be acknowledged.
-    fn fail(&mut self, msg: String) {
-        tracing::error!("{msg}");
-        self.failed.get_or_insert_with(|| msg.clone());
-        self.state.lock().failed.get_or_insert(msg);
-    }
-}
-
-impl group_commit::GroupWriter for Writer {
-    type Job = Job;
-
-    fn write(&mut self, job: &mut Job) -> bool {
-        match job {
-            Job::Append { seg, create, offset, bytes, .. } => match self.append(*seg, *create, *offset, bytes) {
-                Ok(()) => true,
-                Err(e) => {
-                    self.fail(format!("cannot append to the raft log: {e}"));
-                    false
-                }
-            },
-            Job::Truncate { seg, drop, done } => {
-                let _ = done.send(self.truncate(*seg, drop));
-                false
-            }
-            Job::Remove { paths, done } => {
-                let res = paths.iter().try_for_each(std::fs::remove_file);
-                sync_dir(&self.dir);
-                let _ = done.send(res);
-                false
-            }
-        }
-    }
-
-    fn sync(&mut self) {
-        let synced = match &self.file {
-            Some((_, f)) if self.force_sync => f.sync_data(),
-            _ => Ok(()),
-        };
-        if let Err(e) = synced {
-            self.fail(format!("cannot fsync the raft log: {e}"));
-        }
-    }
-
-    fn complete(&mut self, job: Job) {
-        let Job::Append { last, done, .. } = job else { return };
-        if self.failed.is_none() {
-            self.flushed = Some(self.flushed.map_or(last, |f| f.max(last)));
-        }
-        if let Some(cb) = done {
-            match &self.failed {
-                None => cb.log_io_completed(Ok(())),
-                Some(msg) => cb.log_io_completed(Err(std::io::Error::other(msg.clone()))),
-            }
-        }
-    }
-
-    fn batch_done(&mut self) {
-        if let Some(last) = self.flushed.take() {
-            let mut st = self.state.lock();
-            st.flushed = Some(st.flushed.map_or(last, |f| f.max(last)));
-            st.trim_cache();
-        }
-    }
-}
-
-fn create_segment(dir: &Path, seg: u64) -> std::io::Result<File> {
-    RAFT.create(dir, seg, true).map(|(_, f)| f)
 }
 
 /// Writes a small value (bincode + crc32) to `path` atomically; fsync'd when `durable`.

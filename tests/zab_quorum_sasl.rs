@@ -10,11 +10,11 @@ use crate::zab_observer::{
 use std::time::Duration;
 use zkr::proto::{OpCode, RequestBody};
 
-const SASL: &str = "quorum.auth.enableSasl=true\nquorum.auth.learnerRequireSasl=true\n\
+pub(crate) const SASL: &str = "quorum.auth.enableSasl=true\nquorum.auth.learnerRequireSasl=true\n\
                     quorum.auth.serverRequireSasl=true\nquorum.auth.learner.saslLoginContext=QuorumLearner\n\
                     quorum.auth.server.saslLoginContext=QuorumServer\n";
 
-fn jaas(dir: &std::path::Path, learner_password: &str) -> std::path::PathBuf {
+pub(crate) fn jaas(dir: &std::path::Path, learner_password: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(dir).unwrap();
     let p = dir.join(format!("jaas-{learner_password}.conf"));
     let text = format!(

@@ -36,22 +36,26 @@ impl Observer {
         format!("{}:{}", self.ip, self.client)
     }
 
-    fn start(id: u64, ip: &str, client: u16, admin: u16, servers: &str) -> Observer {
+    /// `sasl`: zoo.cfg's quorum SASL lines and the JAAS file (`--jaas-config`).
+    fn start(id: u64, ip: &str, client: u16, admin: u16, servers: &str, sasl: Option<&(String, PathBuf)>) -> Observer {
         let dir = crate::common::temp_dir();
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("myid"), format!("{id}\n")).unwrap();
         let text = format!(
             "tickTime={TICK_MS}\ninitLimit=10\nsyncLimit=5\ndataDir={}\nclientPort={client}\nclientPortAddress={ip}\n\
              admin.serverAddress={ip}\nadmin.serverPort={admin}\n4lw.commands.whitelist=*\n\
-             peerType=observer\nzkr.ensembleProtocol=zab\n{servers}",
-            dir.display()
+             peerType=observer\nzkr.ensembleProtocol=zab\n{servers}{}",
+            dir.display(),
+            sasl.map_or("", |(lines, _)| lines.as_str())
         );
         std::fs::write(dir.join("zoo.cfg"), text).unwrap();
         let out = std::fs::File::create(dir.join("zkr.out")).unwrap();
-        let child = Command::new(ZKR)
-            .arg("serve")
-            .arg("--config")
-            .arg(dir.join("zoo.cfg"))
+        let mut cmd = Command::new(ZKR);
+        cmd.arg("serve").arg("--config").arg(dir.join("zoo.cfg"));
+        if let Some((_, jaas)) = sasl {
+            cmd.arg("--jaas-config").arg(jaas);
+        }
+        let child = cmd
             .env("RUST_LOG", "info")
             .stdout(out.try_clone().unwrap())
             .stderr(out)
@@ -89,8 +93,13 @@ async fn mode(addr: &str) -> Option<String> {
     out.lines().find_map(|l| l.strip_prefix("Mode: ").map(str::to_owned))
 }
 
-fn takeover(config: &Path) -> std::process::Output {
-    Command::new(ZKR).arg("takeover").arg("--config").arg(config).output().expect("zkr takeover runs")
+fn takeover(config: &Path, jaas: Option<&Path>) -> std::process::Output {
+    let mut cmd = Command::new(ZKR);
+    cmd.arg("takeover").arg("--config").arg(config);
+    if let Some(j) = jaas {
+        cmd.arg("--jaas-config").arg(j);
+    }
+    cmd.output().expect("zkr takeover runs")
 }
 
 /// A create through `s`, re-attached at `addr`; `None` if the member does not answer yet.
@@ -107,18 +116,26 @@ async fn try_create_at(s: &mut Session, addr: &str, path: &str) -> Option<(i32, 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zkr_takeover_turns_the_observers_of_a_stopped_zookeeper_38_ensemble_into_a_zkr_ensemble_keeping_sessions() {
-    take_over(Launch::Debian, false).await;
+    take_over(Launch::Debian, false, false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zkr_takeover_of_a_zookeeper_39_ensemble_from_maven_central() {
-    take_over(Launch::Classpath(zookeeper_39_classpath()), true).await;
+    take_over(Launch::Classpath(zookeeper_39_classpath()), true, false).await;
+}
+
+/// An ensemble that requires quorum SASL: the observers log in to ZooKeeper's members, and after
+/// the takeover the same zoo.cfg and JAAS file make the zkr members require it of each other
+/// (serverRequireSasl=true: members that did not log in could not form the ensemble).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zkr_takeover_of_a_zookeeper_38_ensemble_that_requires_quorum_sasl() {
+    take_over(Launch::Debian, false, true).await;
 }
 
 /// Three zkr observers of a three-participant ZooKeeper ensemble, then the takeover. With
 /// `silent_first`, a first attempt finds one observer silent (SIGSTOPped) and is refused: that
-/// observer may hold txns the others lack.
-async fn take_over(launch: Launch, silent_first: bool) {
+/// observer may hold txns the others lack. With `sasl`, ZooKeeper requires quorum SASL.
+async fn take_over(launch: Launch, silent_first: bool, sasl: bool) {
     let ips = ["127.0.0.9", "127.0.0.10", "127.0.0.11"];
     let clients = [free_port(), free_port(), free_port()];
     let admin = free_port();
@@ -126,14 +143,25 @@ async fn take_over(launch: Launch, silent_first: bool) {
     for (i, ip) in ips.iter().enumerate() {
         lines += &format!("server.{}={ip}:{}:{}:observer;{ip}:{}\n", 9 + i, free_port(), free_port(), clients[i]);
     }
-    let mut zk = Ensemble::start_observed(&launch, &lines);
+    let sasl = sasl.then(|| {
+        let dir = crate::common::temp_dir();
+        (crate::zab_quorum_sasl::SASL.to_owned(), crate::zab_quorum_sasl::jaas(&dir, "s3cret"))
+    });
+    let mut zk = match &sasl {
+        Some((lines_sasl, jaas)) => {
+            let props = [format!("-Djava.security.auth.login.config={}", jaas.display())];
+            Ensemble::start_configured(&launch, &lines, lines_sasl, &props)
+        }
+        None => Ensemble::start_observed(&launch, &lines),
+    };
+    let jaas = sasl.as_ref().map(|(_, j)| j.as_path());
     let leader = zk.leader().await;
     let mut c = Session::open(zk.client[leader], 30_000).await;
     c.write(OpCode::Create, RequestBody::Create(create("/dubbo", b"", 0))).await;
     c.write(OpCode::Create, RequestBody::Create(create("/dubbo/zk-provider", b"zk", 1))).await;
 
     let obs: Vec<Observer> =
-        (0..3).map(|i| Observer::start(9 + i as u64, ips[i], clients[i], admin, &zk.servers)).collect();
+        (0..3).map(|i| Observer::start(9 + i as u64, ips[i], clients[i], admin, &zk.servers, sasl.as_ref())).collect();
     for o in &obs {
         let a = o.addr();
         until_async("the zkr observer synced", 60, || {
@@ -155,7 +183,7 @@ async fn take_over(launch: Launch, silent_first: bool) {
     let before = served_tree_at(&format!("127.0.0.1:{}", zk.client[leader])).await;
 
     // Refused while ZooKeeper runs, naming a participant; nothing changes.
-    let out = takeover(&o9.dir.join("zoo.cfg"));
+    let out = takeover(&o9.dir.join("zoo.cfg"), jaas);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "refused while ZooKeeper runs: {err}");
     assert!(err.contains("ZooKeeper participants still answer: server."), "{err}");
@@ -177,7 +205,7 @@ async fn take_over(launch: Launch, silent_first: bool) {
     if silent_first {
         let pid = obs[2].child.id().to_string();
         assert!(Command::new("kill").args(["-STOP", &pid]).status().unwrap().success());
-        let out = takeover(&o9.dir.join("zoo.cfg"));
+        let out = takeover(&o9.dir.join("zoo.cfg"), jaas);
         assert!(Command::new("kill").args(["-CONT", &pid]).status().unwrap().success());
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "refused while server.11 is silent: {err}");
@@ -185,7 +213,8 @@ async fn take_over(launch: Launch, silent_first: bool) {
         assert_eq!(mode(&o9.addr()).await, None, "nothing changed: server.9 is still an observer without a leader");
     }
     let config = o9.dir.join("zoo.cfg");
-    let tool = tokio::task::spawn_blocking(move || takeover(&config));
+    let jaas_file = jaas.map(Path::to_path_buf);
+    let tool = tokio::task::spawn_blocking(move || takeover(&config, jaas_file.as_deref()));
     let mut acked = None;
     while acked.is_none() && stopped.elapsed() < Duration::from_secs(60) {
         for o in &obs {
@@ -263,6 +292,8 @@ async fn take_over(launch: Launch, silent_first: bool) {
     assert!(!cfg.contains("zkr.ensembleProtocol") && !cfg.contains("server.1="), "{cfg}");
     assert!(cfg.contains(&format!("server.10={}:", ips[1])) && cfg.contains(":participant;"), "{cfg}");
     assert!(o9.dir.join("zoo.cfg.observer").exists());
+    // Quorum SASL stays required: the members that formed this ensemble logged in to each other.
+    assert_eq!(sasl.is_some(), cfg.contains("quorum.auth.serverRequireSasl=true"), "{cfg}");
     // The members set what they observed aside; the seed's snapshot became the ensemble's.
     let aside = std::fs::read_dir(&o10.dir)
         .unwrap()
@@ -270,7 +301,7 @@ async fn take_over(launch: Launch, silent_first: bool) {
         .any(|e| e.file_name().to_string_lossy().starts_with("observed-"));
     assert!(aside, "server.10 kept its observed state aside");
     // Asked again, the tool refuses: these are no observers any more.
-    let out = takeover(&o9.dir.join("zoo.cfg.observer"));
+    let out = takeover(&o9.dir.join("zoo.cfg.observer"), jaas);
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
 }
 

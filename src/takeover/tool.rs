@@ -28,6 +28,10 @@ pub struct TakeoverArgs {
     /// How long to wait for the new ensemble to elect a leader.
     #[arg(long, default_value_t = 60)]
     pub wait_secs: u64,
+    /// The observer's JAAS file, when its zoo.cfg turns quorum SASL on (as `zkr serve
+    /// --jaas-config`; without it, `-Djava.security.auth.login.config=` in SERVER_JVMFLAGS).
+    #[arg(long)]
+    pub jaas_config: Option<std::path::PathBuf>,
 }
 
 const TIMEOUT: Duration = Duration::from_secs(5);
@@ -41,7 +45,9 @@ struct Seen {
 
 pub fn run(args: TakeoverArgs) -> i32 {
     let started = Instant::now();
-    let cfg = match Config::from_args(&ServeArgs { config: Some(args.config.clone()), ..ServeArgs::default() }) {
+    let serve =
+        ServeArgs { config: Some(args.config.clone()), jaas_config: args.jaas_config.clone(), ..ServeArgs::default() };
+    let cfg = match Config::from_args(&serve) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("zkr takeover: {e}");

@@ -68,7 +68,7 @@ pub(super) struct State {
     pub(super) flushed: Option<u64>,
     purged: Option<LogId>,
     /// Set when a write failed: nothing after it may be acknowledged.
-    pub(super) failed: Option<String>,
+    pub(super) failed: Option<super::log_writer::WriteFailed>,
 }
 
 impl State {
@@ -416,7 +416,7 @@ impl RaftLogStorage<Zkr> for LogStore {
     {
         let mut st = self.state.lock();
         if let Some(why) = &st.failed {
-            return Err(log_msg(why));
+            return Err(log_err(why.clone()));
         }
         // One job per segment touched: (segment, create it, offset, bytes, last index).
         let mut parts: Vec<(u64, bool, u64, Vec<u8>, u64)> = Vec::new();

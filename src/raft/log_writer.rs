@@ -46,6 +46,15 @@ pub(super) fn writer(dir: PathBuf, rx: std::sync::mpsc::Receiver<Job>, state: Ar
     group_commit::run(&rx, &mut Writer { dir, file: None, state, force_sync, failed: None, flushed: None });
 }
 
+/// Why the Raft log takes no more writes: the first write or fsync that failed, with its source.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("cannot {what} the raft log: {source}")]
+pub(super) struct WriteFailed {
+    what: &'static str,
+    #[source]
+    source: Arc<std::io::Error>,
+}
+
 /// The Raft log's side of group commit: the segment being appended to and the shared state.
 struct Writer {
     dir: PathBuf,
@@ -53,7 +62,7 @@ struct Writer {
     state: Arc<Mutex<State>>,
     force_sync: bool,
     /// This thread's copy of `State::failed` (only this thread sets it).
-    failed: Option<String>,
+    failed: Option<WriteFailed>,
     /// The last entry of this batch's completed appends, published in `batch_done`.
     flushed: Option<u64>,
 }
@@ -99,10 +108,11 @@ impl Writer {
     }
 
     /// Nothing written after a failed write may be acknowledged.
-    fn fail(&mut self, msg: String) {
-        tracing::error!("{msg}");
-        self.failed.get_or_insert_with(|| msg.clone());
-        self.state.lock().failed.get_or_insert(msg);
+    fn fail(&mut self, what: &'static str, e: std::io::Error) {
+        let failed = WriteFailed { what, source: Arc::new(e) };
+        tracing::error!("{failed}");
+        self.failed.get_or_insert_with(|| failed.clone());
+        self.state.lock().failed.get_or_insert(failed);
     }
 }
 
@@ -114,7 +124,7 @@ impl group_commit::GroupWriter for Writer {
             Job::Append { seg, create, offset, bytes, .. } => match self.append(*seg, *create, *offset, bytes) {
                 Ok(()) => true,
                 Err(e) => {
-                    self.fail(format!("cannot append to the raft log: {e}"));
+                    self.fail("append to", e);
                     false
                 }
             },
@@ -137,7 +147,7 @@ impl group_commit::GroupWriter for Writer {
             _ => Ok(()),
         };
         if let Err(e) = synced {
-            self.fail(format!("cannot fsync the raft log: {e}"));
+            self.fail("fsync", e);
         }
     }
 
@@ -149,7 +159,7 @@ impl group_commit::GroupWriter for Writer {
         if let Some(cb) = done {
             match &self.failed {
                 None => cb.log_io_completed(Ok(())),
-                Some(msg) => cb.log_io_completed(Err(std::io::Error::other(msg.clone()))),
+                Some(failed) => cb.log_io_completed(Err(std::io::Error::new(failed.source.kind(), failed.clone()))),
             }
         }
     }

@@ -35,23 +35,12 @@ fn configs(sasl: impl Fn(usize) -> Option<QuorumSasl>) -> Vec<Config> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn members_log_in_to_each_other_and_a_client_sees_one_ensemble() {
     let cl = Cluster::start_with(configs(|_| Some(sasl("pw", Some("pw"), true)))).await;
-    let a = zk::Client::connector().session_timeout(Duration::from_secs(6)).connect(&cl.addr(0)).await.unwrap();
-    let b = zk::Client::connector().session_timeout(Duration::from_secs(6)).connect(&cl.addr(2)).await.unwrap();
-    a.create("/over-sasl", b"v1", &persistent()).await.unwrap();
-    b.sync("/over-sasl").await.unwrap();
-    assert_eq!(b.get_data("/over-sasl").await.unwrap().0, b"v1");
-    converged(&cl).await;
-
+    one_ensemble_to_a_client(&cl, "/over-sasl").await;
     // A peer that sends no login gets no answer: not to a hello, not to a seed probe.
-    use zkr::raft::wire::{read_frame, write_frame, Hello, Kind, RpcRequest, RpcResponse};
-    let peer = cl.cfgs[0].ensemble.as_ref().unwrap().me().unwrap().peer_addr();
-    let mut s = tokio::net::TcpStream::connect(&peer).await.unwrap();
-    write_frame(&mut s, &Hello { from: 2, kind: Kind::Rpc }).await.unwrap();
-    let _ = write_frame(&mut s, &RpcRequest::SeedProbe).await;
-    let answer = tokio::time::timeout(Duration::from_secs(10), read_frame::<_, RpcResponse>(&mut s)).await;
-    assert!(matches!(answer, Ok(Err(_))), "a peer without a login got {answer:?}");
+    plain_peer_unanswered(&cl, "a peer without a login").await;
 
     // One with the wrong password is told ERROR and gets no further.
+    let peer = cl.cfgs[0].ensemble.as_ref().unwrap().me().unwrap().peer_addr();
     let mut s = tokio::net::TcpStream::connect(&peer).await.unwrap();
     let wrong = Credentials { user: "m".into(), password: "guess".into() };
     let login = zkr::security::quorum_sasl::login(&mut s, &wrong).await;

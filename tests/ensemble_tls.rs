@@ -102,22 +102,9 @@ async fn members_replicate_over_tls_and_a_client_sees_one_ensemble() {
         Some(quorum_tls(ca.key_store(&format!("m{i}"), &["127.0.0.1"]), ca.trust_store("ca"), true, false))
     });
     let cl = Cluster::start_with(cfgs).await;
-    let a = zk::Client::connector().session_timeout(Duration::from_secs(6)).connect(&cl.addr(0)).await.unwrap();
-    let b = zk::Client::connector().session_timeout(Duration::from_secs(6)).connect(&cl.addr(2)).await.unwrap();
-    a.create("/over-tls", b"v1", &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all())).await.unwrap();
-    b.sync("/over-tls").await.unwrap();
-    assert_eq!(b.get_data("/over-tls").await.unwrap().0, b"v1");
-    converged(&cl).await;
-
-    // The peer port speaks only TLS: a plaintext peer's hello and RPC get no answer (a
-    // plaintext member would answer this seed probe, whoever asks).
-    use zkr::raft::wire::{read_frame, write_frame, Hello, Kind, RpcRequest, RpcResponse};
-    let peer = cl.cfgs[0].ensemble.as_ref().unwrap().me().unwrap().peer_addr();
-    let mut s = tokio::net::TcpStream::connect(&peer).await.unwrap();
-    write_frame(&mut s, &Hello { from: 2, kind: Kind::Rpc }).await.unwrap();
-    let _ = write_frame(&mut s, &RpcRequest::SeedProbe).await;
-    let answer = tokio::time::timeout(Duration::from_secs(10), read_frame::<_, RpcResponse>(&mut s)).await;
-    assert!(matches!(answer, Ok(Err(_))), "a plaintext peer got {answer:?}");
+    one_ensemble_to_a_client(&cl, "/over-tls").await;
+    // The peer port speaks only TLS: a plaintext peer's hello and RPC get no answer.
+    plain_peer_unanswered(&cl, "a plaintext peer").await;
     cl.shutdown().await;
 }
 

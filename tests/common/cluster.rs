@@ -248,3 +248,25 @@ pub async fn third_member_stays_out(servers: &[zkr::server::Server], wait: Durat
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// A write through member 1 is read through member 3 after a sync, and the members converge.
+pub async fn one_ensemble_to_a_client(cl: &Cluster, path: &str) {
+    let a = zk::Client::connector().session_timeout(Duration::from_secs(6)).connect(&cl.addr(0)).await.unwrap();
+    let b = zk::Client::connector().session_timeout(Duration::from_secs(6)).connect(&cl.addr(2)).await.unwrap();
+    a.create(path, b"v1", &persistent()).await.unwrap();
+    b.sync(path).await.unwrap();
+    assert_eq!(b.get_data(path).await.unwrap().0, b"v1");
+    converged(cl).await;
+}
+
+/// A peer that opens member 1's peer port in plaintext and sends a hello and a seed probe gets
+/// no answer (a member that took the connection would answer the probe, whoever asks).
+pub async fn plain_peer_unanswered(cl: &Cluster, who: &str) {
+    use zkr::raft::wire::{read_frame, write_frame, Hello, Kind, RpcRequest, RpcResponse};
+    let peer = cl.cfgs[0].ensemble.as_ref().unwrap().me().unwrap().peer_addr();
+    let mut s = tokio::net::TcpStream::connect(&peer).await.unwrap();
+    write_frame(&mut s, &Hello { from: 2, kind: Kind::Rpc }).await.unwrap();
+    let _ = write_frame(&mut s, &RpcRequest::SeedProbe).await;
+    let answer = tokio::time::timeout(Duration::from_secs(10), read_frame::<_, RpcResponse>(&mut s)).await;
+    assert!(matches!(answer, Ok(Err(_))), "{who} got {answer:?}");
+}

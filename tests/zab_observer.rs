@@ -281,8 +281,9 @@ impl Session {
 
     /// `reattach` at any address; `None` also when nothing listens there.
     pub(crate) async fn reattach_at(&mut self, addr: &str, timeout_ms: i32) -> Option<ConnectResponse> {
-        tokio::net::TcpStream::connect(addr).await.ok()?;
-        let mut raw = Raw::open(addr).await;
+        // One connect, and a refusal is None: a member restarting (a takeover's exec) may
+        // refuse a connection a moment after it took one.
+        let mut raw = Raw { stream: tokio::net::TcpStream::connect(addr).await.ok()? };
         let req = ConnectRequest {
             protocol_version: 0,
             last_zxid_seen: self.last_zxid,

@@ -95,9 +95,7 @@ impl Link {
             };
             let user = quorum_sasl::admit(s, first, &sasl.users).await?;
             tracing::debug!(%peer, user, "member logged in with quorum SASL");
-            let mut len = [0u8; 4];
-            s.read_exact(&mut len).await?;
-            wire::read_frame_after(s, len).await
+            wire::read_frame(s).await
         };
         tokio::time::timeout(self.timing.handshake, read)
             .await

@@ -23,6 +23,7 @@
 #![allow(clippy::result_large_err)] // openraft's StorageError is the trait's error type
 
 use super::log_cache::LogCache;
+use super::log_state::{Loc, State};
 use super::log_writer::{writer, Job};
 use super::types::{log_err, log_msg, Entry, LogId, StorageError, Vote, Zkr};
 use openraft::storage::{LogFlushed, RaftLogStorage};
@@ -38,80 +39,6 @@ use std::sync::Arc;
 
 pub(crate) use crate::storage::segment::sync_dir;
 use crate::storage::segment::{self, HEADER, PREFIX, RAFT, SEGMENT_BYTES};
-
-/// Where one entry lives.
-#[derive(Debug, Clone, Copy)]
-struct Loc {
-    log_id: LogId,
-    /// First index of its segment (the segment's name).
-    seg: u64,
-    offset: u64,
-    len: u32,
-}
-
-pub(super) struct State {
-    /// `<dataDir>/raft`: the vote and the small state files.
-    raft_dir: PathBuf,
-    /// `<dataDir>/raft/log`: the segments.
-    dir: PathBuf,
-    /// Locations of entries `first..first + locs.len()`.
-    locs: VecDeque<Loc>,
-    first: u64,
-    /// The newest entries, ending at the last one.
-    cache: LogCache,
-    /// Segments by first index, opened for reading.
-    pub(super) segs: BTreeMap<u64, Arc<File>>,
-    /// Where the next record goes.
-    write_seg: Option<u64>,
-    write_off: u64,
-    /// Highest index known to be on disk.
-    pub(super) flushed: Option<u64>,
-    purged: Option<LogId>,
-    /// Set when a write failed: nothing after it may be acknowledged.
-    pub(super) failed: Option<super::log_writer::WriteFailed>,
-}
-
-impl State {
-    fn last(&self) -> Option<LogId> {
-        self.locs.back().map(|l| l.log_id)
-    }
-
-    fn seg_path(&self, seg: u64) -> PathBuf {
-        self.dir.join(seg_name(seg))
-    }
-
-    pub(super) fn trim_cache(&mut self) {
-        let flushed = self.flushed.unwrap_or(0);
-        self.cache.trim(flushed);
-    }
-
-    fn get(&self, index: u64) -> Result<Option<Entry>, crate::storage::StorageError> {
-        use crate::storage::StorageError as E;
-        if index < self.first || index >= self.first + self.locs.len() as u64 {
-            return Ok(None);
-        }
-        let cache_first = self.cache.front().map_or(u64::MAX, |e| e.log_id.index);
-        if index >= cache_first {
-            return Ok(self.cache.get((index - cache_first) as usize).cloned());
-        }
-        let loc = self.locs[(index - self.first) as usize];
-        let path = self.seg_path(loc.seg);
-        let corrupt = |reason: String| E::Corrupt { file: path.clone(), offset: loc.offset, reason };
-        let file = self.segs.get(&loc.seg).ok_or_else(|| corrupt(format!("the segment of entry {index} is gone")))?;
-        let mut buf = vec![0u8; PREFIX + loc.len as usize];
-        file.read_exact_at(&mut buf, loc.offset).map_err(|e| E::io(&path, e))?;
-        let (prefix, payload) = buf.split_at(PREFIX);
-        let crc = prefix.try_into().map(|p| segment::read_prefix(p).1).unwrap_or_default();
-        if !segment::checks(payload, crc) {
-            return Err(corrupt(format!("entry {index} fails its checksum")));
-        }
-        bincode::deserialize(payload).map(Some).map_err(|e| corrupt(format!("entry {index} does not decode: {e}")))
-    }
-}
-
-pub(super) fn seg_name(first: u64) -> String {
-    RAFT.name(first)
-}
 
 /// The log store; cheap to clone (readers share it).
 #[derive(Clone)]

@@ -4,7 +4,7 @@
 //! (`flushed`, which lets the store drop them from its cache). Truncations and removals run in
 //! the same order as the appends around them.
 
-use super::log_store::{seg_name, State};
+use super::log_state::{seg_name, State, WriteFailed};
 use super::types::Zkr;
 use crate::storage::group_commit;
 use crate::storage::segment::{sync_dir, RAFT};
@@ -44,15 +44,6 @@ pub(super) enum Job {
 /// batch once it is on disk.
 pub(super) fn writer(dir: PathBuf, rx: std::sync::mpsc::Receiver<Job>, state: Arc<Mutex<State>>, force_sync: bool) {
     group_commit::run(&rx, &mut Writer { dir, file: None, state, force_sync, failed: None, flushed: None });
-}
-
-/// Why the Raft log takes no more writes: the first write or fsync that failed, with its source.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("cannot {what} the raft log: {source}")]
-pub(super) struct WriteFailed {
-    what: &'static str,
-    #[source]
-    source: Arc<std::io::Error>,
 }
 
 /// The Raft log's side of group commit: the segment being appended to and the shared state.

@@ -7,7 +7,7 @@
 //!              └──────────── replies, watch events when this member applies ◄── prep + apply
 //! ```
 //! Modules: `members` (zoo.cfg's `server.N`, myid, `--peers`), `command` (the log entry),
-//! `types` (openraft's type config, zxids from log ids), `log_store` (the Raft log on disk), `log_writer` (its group-commit writer thread), `log_cache` (its newest entries in memory),
+//! `types` (openraft's type config, zxids from log ids), `log_store` (the Raft log on disk), `log_writer` (its group-commit writer thread), `log_state` (what the two share), `log_cache` (its newest entries in memory),
 //! `log_repair` (cutting or setting aside damaged files at startup),
 //! `seam` (what crosses between the core and the Raft side: proposals down, committed entries
 //! and news up; `raft/` imports nothing from `server/`), `state_machine` (the bridge to the core, snapshots), `wire` (peer frames and the messages they
@@ -25,6 +25,7 @@ pub mod diverge;
 pub mod link;
 mod log_cache;
 pub mod log_repair;
+mod log_state;
 pub mod log_store;
 mod log_writer;
 pub mod member;

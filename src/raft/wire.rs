@@ -66,16 +66,8 @@ pub async fn write_frame<W: AsyncWrite + Unpin, T: Serialize>(w: &mut W, v: &T) 
 pub async fn read_frame<R: AsyncRead + Unpin, T: for<'de> Deserialize<'de>>(r: &mut R) -> Result<T, PeerError> {
     let mut h = [0u8; 8];
     r.read_exact(&mut h).await?;
-    let len = u32::from_be_bytes([h[0], h[1], h[2], h[3]]);
-    if len > MAX_FRAME {
-        return Err(PeerError::TooLong(len));
-    }
-    let mut payload = vec![0u8; len as usize];
-    r.read_exact(&mut payload).await?;
-    if crc32fast::hash(&payload).to_be_bytes() != h[4..8] {
-        return Err(PeerError::Checksum);
-    }
-    Ok(codec().deserialize(&payload)?)
+    let (len, crc) = (u32::from_be_bytes([h[0], h[1], h[2], h[3]]), [h[4], h[5], h[6], h[7]]);
+    read_payload(r, len, crc).await
 }
 
 /// The rest of a frame whose first four bytes (its length) the caller already read: how a
@@ -84,12 +76,20 @@ pub async fn read_frame_after<R: AsyncRead + Unpin, T: for<'de> Deserialize<'de>
     r: &mut R,
     len: [u8; 4],
 ) -> Result<T, PeerError> {
-    let len = u32::from_be_bytes(len);
+    let mut crc = [0u8; 4];
+    r.read_exact(&mut crc).await?;
+    read_payload(r, u32::from_be_bytes(len), crc).await
+}
+
+/// A frame's payload after its header: checked against the limit and the checksum, decoded.
+async fn read_payload<R: AsyncRead + Unpin, T: for<'de> Deserialize<'de>>(
+    r: &mut R,
+    len: u32,
+    crc: [u8; 4],
+) -> Result<T, PeerError> {
     if len > MAX_FRAME {
         return Err(PeerError::TooLong(len));
     }
-    let mut crc = [0u8; 4];
-    r.read_exact(&mut crc).await?;
     let mut payload = vec![0u8; len as usize];
     r.read_exact(&mut payload).await?;
     if crc32fast::hash(&payload).to_be_bytes() != crc {

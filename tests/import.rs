@@ -47,6 +47,30 @@ fn imports_a_zookeeper_38_data_directory() {
     assert_eq!(tree.get("/zookeeper").unwrap().wire_stat().cversion, -2);
 }
 
+/// What `zkr takeover --zookeeper-data` reads: the last zxid logged, the same the full import
+/// reaches; a torn last record does not count, and a log with no record leaves the one before.
+#[test]
+fn the_last_logged_zxid_is_the_imports_and_a_torn_record_does_not_count() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/zk38-small");
+    let (tree, ..) = zkr::import::load(&src, None).unwrap();
+    let last = zkr::import::last_logged(&src).unwrap();
+    assert_eq!(last, Some(tree.last_zxid()));
+
+    let dir = std::env::temp_dir().join(format!("zkr-last-logged-{}", std::process::id()));
+    let v2 = dir.join("version-2");
+    std::fs::create_dir_all(&v2).unwrap();
+    let log = std::fs::read(src.join("version-2/log.1")).unwrap();
+    // Cut in the middle of a record: the record before it is the last.
+    std::fs::write(v2.join("log.1"), &log[..log.len() / 2]).unwrap();
+    let torn = zkr::import::last_logged(&dir).unwrap().unwrap();
+    assert!(torn > 1 && torn < tree.last_zxid(), "0x{torn:x}");
+    // A newer log holding only its header (ZooKeeper rolled it and wrote nothing yet).
+    std::fs::write(v2.join(format!("log.{:x}", tree.last_zxid() + 1)), &log[..16]).unwrap();
+    assert_eq!(zkr::import::last_logged(&dir).unwrap(), Some(torn));
+    assert_eq!(zkr::import::last_logged(&dir.join("nothing")).unwrap(), None);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn import_refuses_a_used_data_directory_and_a_missing_source() {
     let out = std::env::temp_dir().join(format!("zkr-import-{}", std::process::id()));

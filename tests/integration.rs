@@ -28,4 +28,5 @@ mod ops;
 mod raw;
 mod zab_observer;
 mod zab_quorum_sasl;
+mod zab_quorum_tls;
 mod zab_takeover;

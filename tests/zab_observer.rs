@@ -20,6 +20,7 @@ use zkr::proto::{
 };
 use zkr::tree::DataTree;
 use zkr::txn::TxnOp;
+use zkr::zab::dial::Dialer;
 use zkr::zab::digest::Checked;
 use zkr::zab::election::{find_leader, Voter};
 use zkr::zab::{Event, Learner, Options, Sender, SyncMode, Synced, ZabError};
@@ -33,6 +34,7 @@ pub(crate) fn free_port() -> u16 {
 }
 
 /// How a ZooKeeper member is started.
+#[derive(Clone)]
 pub(crate) enum Launch {
     /// Debian's ZooKeeper 3.8 (`zkServer.sh`).
     Debian,
@@ -67,6 +69,8 @@ pub(crate) fn zookeeper_39_classpath() -> String {
 /// Three ZooKeeper members on 127.0.0.1, killed on drop.
 pub(crate) struct Ensemble {
     dir: PathBuf,
+    launch: Launch,
+    props: Vec<String>,
     pub(crate) client: [u16; 3],
     quorum: [u16; 3],
     election: [u16; 3],
@@ -122,35 +126,22 @@ impl Ensemble {
                 port
             );
             std::fs::write(d.join("zoo.cfg"), cfg).unwrap();
-            let out = std::fs::File::create(d.join("zk.out")).unwrap();
-            let mut cmd = match launch {
-                Launch::Debian => {
-                    let mut c = Command::new(ZKSERVER);
-                    c.arg("start-foreground").arg(d.join("zoo.cfg"));
-                    c
-                }
-                Launch::Classpath(cp) => {
-                    let mut c = Command::new("java");
-                    c.arg("-Xmx256m")
-                        .args(props)
-                        .args(["-cp", cp, "org.apache.zookeeper.server.quorum.QuorumPeerMain"])
-                        .arg(d.join("zoo.cfg"));
-                    c
-                }
-            };
-            let child = cmd
-                .env("SERVER_JVMFLAGS", props.join(" "))
-                .env("ZOOCFGDIR", &d)
-                .env("ZOO_LOG_DIR", &d)
-                .env("ZOOPIDFILE", d.join("zk.pid"))
-                .stdout(out.try_clone().unwrap())
-                .stderr(out)
-                .stdin(Stdio::null())
-                .spawn()
-                .expect("start ZooKeeper");
-            children.push(child);
+            children.push(spawn_member(launch, &d, props));
         }
-        Ensemble { dir, client, quorum, election, observer_election: String::new(), servers, children }
+        let (launch, props) = (launch.clone(), props.to_vec());
+        Ensemble { dir, launch, props, client, quorum, election, observer_election: String::new(), servers, children }
+    }
+
+    /// Member `i`'s data directory (its dataDir, with myid and version-2).
+    pub(crate) fn data_dir(&self, i: usize) -> PathBuf {
+        self.dir.join(format!("m{}", i + 1))
+    }
+
+    /// Starts member `i` again, on its data (after it was killed).
+    pub(crate) fn restart(&mut self, i: usize) {
+        let _ = self.children[i].kill();
+        let _ = self.children[i].wait();
+        self.children[i] = spawn_member(&self.launch, &self.data_dir(i), &self.props);
     }
 
     /// The member that says `Mode: leader`, once one does (and the others follow).
@@ -182,9 +173,38 @@ impl Ensemble {
     }
 }
 
+/// Starts one ZooKeeper member on the zoo.cfg in `d`, its output appended to `d/zk.out`.
+fn spawn_member(launch: &Launch, d: &Path, props: &[String]) -> Child {
+    let out = std::fs::OpenOptions::new().create(true).append(true).open(d.join("zk.out")).unwrap();
+    let mut cmd = match launch {
+        Launch::Debian => {
+            let mut c = Command::new(ZKSERVER);
+            c.arg("start-foreground").arg(d.join("zoo.cfg"));
+            c
+        }
+        Launch::Classpath(cp) => {
+            let mut c = Command::new("java");
+            c.arg("-Xmx256m")
+                .args(props)
+                .args(["-cp", cp, "org.apache.zookeeper.server.quorum.QuorumPeerMain"])
+                .arg(d.join("zoo.cfg"));
+            c
+        }
+    };
+    cmd.env("SERVER_JVMFLAGS", props.join(" "))
+        .env("ZOOCFGDIR", d)
+        .env("ZOO_LOG_DIR", d)
+        .env("ZOOPIDFILE", d.join("zk.pid"))
+        .stdout(out.try_clone().unwrap())
+        .stderr(out)
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("start ZooKeeper")
+}
+
 impl Ensemble {
     /// The one of `members` that says `Mode: leader`, once one does.
-    async fn leader_of(&self, members: &[usize]) -> usize {
+    pub(crate) async fn leader_of(&self, members: &[usize]) -> usize {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             for m in members {
@@ -199,18 +219,23 @@ impl Ensemble {
 
     fn voters(&self) -> Vec<Voter> {
         (0..3)
-            .map(|i| Voter { sid: i as i64 + 1, election: SocketAddr::from(([127, 0, 0, 1], self.election[i])) })
+            .map(|i| {
+                let election = SocketAddr::from(([127, 0, 0, 1], self.election[i]));
+                Voter { sid: i as i64 + 1, election, name: election.to_string() }
+            })
             .collect()
     }
 
     /// The leader as the observer finds it: through the voters' election ports.
     async fn find_leader(&self) -> Result<usize, String> {
         let (voters, me) = (self.voters(), self.observer_election.clone());
-        tokio::task::spawn_blocking(move || find_leader(OBSERVER_SID, &me, &voters, Duration::from_secs(2), None))
-            .await
-            .unwrap()
-            .map(|f| f.leader as usize - 1)
-            .map_err(|e| e.to_string())
+        tokio::task::spawn_blocking(move || {
+            find_leader(OBSERVER_SID, &me, &voters, Duration::from_secs(2), None, &Dialer::plain())
+        })
+        .await
+        .unwrap()
+        .map(|f| f.leader as usize - 1)
+        .map_err(|e| e.to_string())
     }
 }
 
@@ -445,6 +470,8 @@ async fn an_observer_syncs_from_a_zookeeper_38_leader_follows_it_and_forwards_a_
     let opts = |leader: usize, accepted_epoch, current_epoch| Options {
         sid: OBSERVER_SID,
         leader: SocketAddr::from(([127, 0, 0, 1], quorum[leader])),
+        leader_name: format!("127.0.0.1:{}", quorum[leader]),
+        dial: Dialer::plain(),
         accepted_epoch,
         current_epoch,
         init_timeout: Duration::from_millis(TICK_MS * 10),

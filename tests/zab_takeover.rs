@@ -36,8 +36,8 @@ impl Observer {
         format!("{}:{}", self.ip, self.client)
     }
 
-    /// `sasl`: zoo.cfg's quorum SASL lines and the JAAS file (`--jaas-config`).
-    fn start(id: u64, ip: &str, client: u16, admin: u16, servers: &str, sasl: Option<&(String, PathBuf)>) -> Observer {
+    /// `secure`: zoo.cfg's quorum SASL and TLS lines, and the JAAS file (`--jaas-config`).
+    fn start(id: u64, ip: &str, client: u16, admin: u16, servers: &str, secure: &Secured) -> Observer {
         let dir = crate::common::temp_dir();
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("myid"), format!("{id}\n")).unwrap();
@@ -46,13 +46,13 @@ impl Observer {
              admin.serverAddress={ip}\nadmin.serverPort={admin}\n4lw.commands.whitelist=*\n\
              peerType=observer\nzkr.ensembleProtocol=zab\n{servers}{}",
             dir.display(),
-            sasl.map_or("", |(lines, _)| lines.as_str())
+            secure.lines
         );
         std::fs::write(dir.join("zoo.cfg"), text).unwrap();
         let out = std::fs::File::create(dir.join("zkr.out")).unwrap();
         let mut cmd = Command::new(ZKR);
         cmd.arg("serve").arg("--config").arg(dir.join("zoo.cfg"));
-        if let Some((_, jaas)) = sasl {
+        if let Some(jaas) = &secure.jaas {
             cmd.arg("--jaas-config").arg(jaas);
         }
         let child = cmd
@@ -93,11 +93,15 @@ async fn mode(addr: &str) -> Option<String> {
     out.lines().find_map(|l| l.strip_prefix("Mode: ").map(str::to_owned))
 }
 
-fn takeover(config: &Path, jaas: Option<&Path>) -> std::process::Output {
+/// `zkr takeover`, given the ZooKeeper participants' data directories (`zk_data`).
+fn takeover(config: &Path, jaas: Option<&Path>, zk_data: &[PathBuf]) -> std::process::Output {
     let mut cmd = Command::new(ZKR);
     cmd.arg("takeover").arg("--config").arg(config);
     if let Some(j) = jaas {
         cmd.arg("--jaas-config").arg(j);
+    }
+    for d in zk_data {
+        cmd.arg("--zookeeper-data").arg(d);
     }
     cmd.output().expect("zkr takeover runs")
 }
@@ -116,26 +120,68 @@ async fn try_create_at(s: &mut Session, addr: &str, path: &str) -> Option<(i32, 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zkr_takeover_turns_the_observers_of_a_stopped_zookeeper_38_ensemble_into_a_zkr_ensemble_keeping_sessions() {
-    take_over(Launch::Debian, false, false).await;
+    take_over(Launch::Debian, false, Secure::None).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zkr_takeover_of_a_zookeeper_39_ensemble_from_maven_central() {
-    take_over(Launch::Classpath(zookeeper_39_classpath()), true, false).await;
+    take_over(Launch::Classpath(zookeeper_39_classpath()), true, Secure::None).await;
 }
 
-/// An ensemble that requires quorum SASL: the observers log in to ZooKeeper's members, and after
-/// the takeover the same zoo.cfg and JAAS file make the zkr members require it of each other
-/// (serverRequireSasl=true: members that did not log in could not form the ensemble).
+/// An ensemble secured as ZooKeeper's guide secures one: its members speak TLS to each other
+/// (sslQuorum) and log in with quorum SASL. The observers do both towards ZooKeeper's members,
+/// and after the takeover the same zoo.cfg and JAAS file make the zkr members do both with each
+/// other (serverRequireSasl=true: members that did not log in could not form the ensemble).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn zkr_takeover_of_a_zookeeper_38_ensemble_that_requires_quorum_sasl() {
-    take_over(Launch::Debian, false, true).await;
+async fn zkr_takeover_of_a_zookeeper_38_ensemble_that_requires_quorum_tls_and_sasl() {
+    take_over(crate::zab_quorum_tls::debian_with_netty(), false, Secure::TlsAndSasl).await;
+}
+
+/// What the ensemble requires of its members.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Secure {
+    None,
+    TlsAndSasl,
+}
+
+/// zoo.cfg lines and the JAAS file that secure an ensemble, ZooKeeper's and zkr's alike.
+struct Secured {
+    lines: String,
+    jaas: Option<PathBuf>,
+    dir: Option<PathBuf>,
+}
+
+impl Secured {
+    fn new(secure: Secure) -> Secured {
+        if secure == Secure::None {
+            return Secured { lines: String::new(), jaas: None, dir: None };
+        }
+        let dir = crate::common::temp_dir();
+        let ca = crate::common::certs::Ca::new(&dir, "ca");
+        let store = ca.key_store("member", crate::zab_quorum_tls::NAMES);
+        let tls = crate::zab_quorum_tls::tls_lines(&store, &ca.trust_store("ca"));
+        let jaas = crate::zab_quorum_sasl::jaas(&dir, "s3cret");
+        Secured { lines: format!("{}{tls}", crate::zab_quorum_sasl::SASL), jaas: Some(jaas), dir: Some(dir) }
+    }
+
+    /// The JVM's properties for ZooKeeper's members.
+    fn props(&self) -> Vec<String> {
+        self.jaas.iter().map(|j| format!("-Djava.security.auth.login.config={}", j.display())).collect()
+    }
+}
+
+impl Drop for Secured {
+    fn drop(&mut self) {
+        if let Some(d) = &self.dir {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
 }
 
 /// Three zkr observers of a three-participant ZooKeeper ensemble, then the takeover. With
 /// `silent_first`, a first attempt finds one observer silent (SIGSTOPped) and is refused: that
-/// observer may hold txns the others lack. With `sasl`, ZooKeeper requires quorum SASL.
-async fn take_over(launch: Launch, silent_first: bool, sasl: bool) {
+/// observer may hold txns the others lack. `secure`: what ZooKeeper's members require.
+async fn take_over(launch: Launch, silent_first: bool, secure: Secure) {
     let ips = ["127.0.0.9", "127.0.0.10", "127.0.0.11"];
     let clients = [free_port(), free_port(), free_port()];
     let admin = free_port();
@@ -143,25 +189,17 @@ async fn take_over(launch: Launch, silent_first: bool, sasl: bool) {
     for (i, ip) in ips.iter().enumerate() {
         lines += &format!("server.{}={ip}:{}:{}:observer;{ip}:{}\n", 9 + i, free_port(), free_port(), clients[i]);
     }
-    let sasl = sasl.then(|| {
-        let dir = crate::common::temp_dir();
-        (crate::zab_quorum_sasl::SASL.to_owned(), crate::zab_quorum_sasl::jaas(&dir, "s3cret"))
-    });
-    let mut zk = match &sasl {
-        Some((lines_sasl, jaas)) => {
-            let props = [format!("-Djava.security.auth.login.config={}", jaas.display())];
-            Ensemble::start_configured(&launch, &lines, lines_sasl, &props)
-        }
-        None => Ensemble::start_observed(&launch, &lines),
-    };
-    let jaas = sasl.as_ref().map(|(_, j)| j.as_path());
+    let secured = Secured::new(secure);
+    let mut zk = Ensemble::start_configured(&launch, &lines, &secured.lines, &secured.props());
+    let jaas = secured.jaas.as_deref();
+    let zk_data: Vec<PathBuf> = (0..3).map(|i| zk.data_dir(i)).collect();
     let leader = zk.leader().await;
     let mut c = Session::open(zk.client[leader], 30_000).await;
     c.write(OpCode::Create, RequestBody::Create(create("/dubbo", b"", 0))).await;
     c.write(OpCode::Create, RequestBody::Create(create("/dubbo/zk-provider", b"zk", 1))).await;
 
     let obs: Vec<Observer> =
-        (0..3).map(|i| Observer::start(9 + i as u64, ips[i], clients[i], admin, &zk.servers, sasl.as_ref())).collect();
+        (0..3).map(|i| Observer::start(9 + i as u64, ips[i], clients[i], admin, &zk.servers, &secured)).collect();
     for o in &obs {
         let a = o.addr();
         until_async("the zkr observer synced", 60, || {
@@ -183,7 +221,7 @@ async fn take_over(launch: Launch, silent_first: bool, sasl: bool) {
     let before = served_tree_at(&format!("127.0.0.1:{}", zk.client[leader])).await;
 
     // Refused while ZooKeeper runs, naming a participant; nothing changes.
-    let out = takeover(&o9.dir.join("zoo.cfg"), jaas);
+    let out = takeover(&o9.dir.join("zoo.cfg"), jaas, &zk_data);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "refused while ZooKeeper runs: {err}");
     assert!(err.contains("ZooKeeper participants still answer: server."), "{err}");
@@ -205,7 +243,7 @@ async fn take_over(launch: Launch, silent_first: bool, sasl: bool) {
     if silent_first {
         let pid = obs[2].child.id().to_string();
         assert!(Command::new("kill").args(["-STOP", &pid]).status().unwrap().success());
-        let out = takeover(&o9.dir.join("zoo.cfg"), jaas);
+        let out = takeover(&o9.dir.join("zoo.cfg"), jaas, &zk_data);
         assert!(Command::new("kill").args(["-CONT", &pid]).status().unwrap().success());
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "refused while server.11 is silent: {err}");
@@ -214,7 +252,8 @@ async fn take_over(launch: Launch, silent_first: bool, sasl: bool) {
     }
     let config = o9.dir.join("zoo.cfg");
     let jaas_file = jaas.map(Path::to_path_buf);
-    let tool = tokio::task::spawn_blocking(move || takeover(&config, jaas_file.as_deref()));
+    let data = zk_data.clone();
+    let tool = tokio::task::spawn_blocking(move || takeover(&config, jaas_file.as_deref(), &data));
     let mut acked = None;
     while acked.is_none() && stopped.elapsed() < Duration::from_secs(60) {
         for o in &obs {
@@ -228,6 +267,8 @@ async fn take_over(launch: Launch, silent_first: bool, sasl: bool) {
     let out = tool.await.unwrap();
     eprintln!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "zkr takeover succeeded");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("ZooKeeper's logs: server.1 0x"), "the participants' logs were checked: {said}");
     let (zxid, pause) = acked.expect("the zkr ensemble acknowledged a write within 60 s");
     eprintln!(
         "write pause: {} ms from the last ZooKeeper participant stopped to the first write acknowledged",
@@ -292,8 +333,10 @@ async fn take_over(launch: Launch, silent_first: bool, sasl: bool) {
     assert!(!cfg.contains("zkr.ensembleProtocol") && !cfg.contains("server.1="), "{cfg}");
     assert!(cfg.contains(&format!("server.10={}:", ips[1])) && cfg.contains(":participant;"), "{cfg}");
     assert!(o9.dir.join("zoo.cfg.observer").exists());
-    // Quorum SASL stays required: the members that formed this ensemble logged in to each other.
-    assert_eq!(sasl.is_some(), cfg.contains("quorum.auth.serverRequireSasl=true"), "{cfg}");
+    // Quorum SASL and TLS stay required: the members that formed this ensemble logged in to
+    // each other over TLS.
+    let secured_cfg = cfg.contains("quorum.auth.serverRequireSasl=true") && cfg.contains("sslQuorum=true");
+    assert_eq!(secure == Secure::TlsAndSasl, secured_cfg, "{cfg}");
     // The members set what they observed aside; the seed's snapshot became the ensemble's.
     let aside = std::fs::read_dir(&o10.dir)
         .unwrap()
@@ -301,8 +344,107 @@ async fn take_over(launch: Launch, silent_first: bool, sasl: bool) {
         .any(|e| e.file_name().to_string_lossy().starts_with("observed-"));
     assert!(aside, "server.10 kept its observed state aside");
     // Asked again, the tool refuses: these are no observers any more.
-    let out = takeover(&o9.dir.join("zoo.cfg.observer"), jaas);
+    let out = takeover(&o9.dir.join("zoo.cfg.observer"), jaas, &zk_data);
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// The schedule that loses an acknowledged write if nobody looks at ZooKeeper's logs: the
+/// leader drops its observers (here: they stop answering for longer than syncLimit), commits a
+/// write a client is told succeeded, and the participants stop before any observer hears of
+/// it. The observers all agree with each other, so only the participants' logs show the gap:
+/// the takeover refuses, naming it. ZooKeeper started again brings the observers up to date,
+/// and once it is stopped again the takeover goes ahead with the write.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zkr_takeover_refuses_while_zookeepers_logs_hold_a_write_no_observer_received() {
+    let ips = ["127.0.0.9", "127.0.0.10", "127.0.0.11"];
+    let clients = [free_port(), free_port(), free_port()];
+    let admin = free_port();
+    let mut lines = String::new();
+    for (i, ip) in ips.iter().enumerate() {
+        lines += &format!("server.{}={ip}:{}:{}:observer;{ip}:{}\n", 9 + i, free_port(), free_port(), clients[i]);
+    }
+    let mut zk = Ensemble::start_observed(&Launch::Debian, &lines);
+    let zk_data: Vec<PathBuf> = (0..3).map(|i| zk.data_dir(i)).collect();
+    let leader = zk.leader().await;
+    let mut c = Session::open(zk.client[leader], 60_000).await;
+    c.write(OpCode::Create, RequestBody::Create(create("/seen", b"", 0))).await;
+    let secured = Secured::new(Secure::None);
+    let obs: Vec<Observer> =
+        (0..3).map(|i| Observer::start(9 + i as u64, ips[i], clients[i], admin, &zk.servers, &secured)).collect();
+    for o in &obs {
+        let a = o.addr();
+        until_async("the zkr observer synced", 60, || {
+            let a = a.clone();
+            async move { mode(&a).await.as_deref() == Some("observer") }
+        })
+        .await;
+    }
+
+    // The observers stop answering; the leader drops them after syncLimit ticks.
+    let signal = |sig: &str| {
+        for o in &obs {
+            assert!(Command::new("kill").args([sig, &o.child.id().to_string()]).status().unwrap().success());
+        }
+    };
+    signal("-STOP");
+    let leader_port = zk.client[leader];
+    until_async("the ZooKeeper leader dropped its observers", 30, || async move {
+        let mntr = crate::zab_observer::four_letter(leader_port, "mntr").await;
+        mntr.contains("zk_synced_observers\t0")
+    })
+    .await;
+    c.write(OpCode::Create, RequestBody::Create(create("/missed", b"acknowledged", 0))).await;
+    let missed = c.last_zxid;
+    for ch in &mut zk.children {
+        let _ = ch.kill();
+        let _ = ch.wait();
+    }
+    signal("-CONT");
+
+    let config = obs[0].dir.join("zoo.cfg");
+    let out = takeover(&config, None, &zk_data);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "refused: {err}");
+    assert!(err.contains(&format!("hold txns up to 0x{missed:x}")), "names the write no observer holds: {err}");
+    // Without the participants' data the tool does not take over blind.
+    let bare = takeover(&config, None, &[]);
+    assert_eq!(bare.status.code(), Some(2), "{}", String::from_utf8_lossy(&bare.stderr));
+    for o in &obs {
+        assert_eq!(mode(&o.addr()).await, None, "nothing changed: server.{} is an observer without a leader", o.id);
+    }
+
+    // ZooKeeper again: the observers sync and get the write; stopped again, the takeover goes on.
+    for i in 0..3 {
+        zk.restart(i);
+    }
+    zk.leader().await;
+    for o in &obs {
+        let a = o.addr();
+        until_async("the observer synced again, with the write", 60, || {
+            let a = a.clone();
+            async move {
+                // (The tree walk panics, in its own task, if the observer closes the connection.)
+                let walk = tokio::spawn(async move { served_tree_at(&a).await });
+                walk.await.is_ok_and(|t| t.iter().any(|n| n.0 == "/missed"))
+            }
+        })
+        .await;
+    }
+    for ch in &mut zk.children {
+        let _ = ch.kill();
+        let _ = ch.wait();
+    }
+    let out = tokio::task::spawn_blocking(move || takeover(&config, None, &zk_data)).await.unwrap();
+    assert!(out.status.success(), "{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let a = obs[1].addr();
+    until_async("server.10 serves", 30, || {
+        let a = a.clone();
+        async move { matches!(mode(&a).await.as_deref(), Some("leader" | "follower")) }
+    })
+    .await;
+    let tree = served_tree_at(&a).await;
+    let node = tree.iter().find(|n| n.0 == "/missed").expect("the acknowledged write is in the zkr ensemble");
+    assert_eq!(node.1.as_deref(), Some(&b"acknowledged"[..]));
 }
 
 async fn four_letter_at(addr: &str, word: &str) -> String {

@@ -282,7 +282,23 @@ fn skip_close_session_paths(t: &mut Cursor) {
 /// Reads every txn of one log file; a torn or zero tail ends the file.
 fn read_log(path: &Path, out: &mut Vec<Txn>, after: Zxid) -> Result<(), ImportError> {
     let bytes = read(path)?;
-    let mut c = Cursor::new(&bytes, path);
+    for_each_record(&bytes, path, |body| {
+        let t = parse_txn(body, path)?;
+        if t.txn.zxid > after {
+            out.push(t.txn);
+        }
+        Ok(())
+    })
+}
+
+/// Calls `each` with the body (TxnHeader and record) of every whole record of one log file, in
+/// order; a torn or zero tail ends the file (ZooKeeper preallocates logs with zeros).
+fn for_each_record(
+    bytes: &[u8],
+    path: &Path,
+    mut each: impl FnMut(&[u8]) -> Result<(), ImportError>,
+) -> Result<(), ImportError> {
+    let mut c = Cursor::new(bytes, path);
     if c.remaining() < 16 {
         return Ok(());
     }
@@ -304,12 +320,31 @@ fn read_log(path: &Path, out: &mut Vec<Txn>, after: Zxid) -> Result<(), ImportEr
             tracing::warn!(file = %path.display(), offset = start, "partial transaction at the end of a ZooKeeper log: ignored");
             break;
         }
-        let t = parse_txn(body, path)?;
-        if t.txn.zxid > after {
-            out.push(t.txn);
-        }
+        each(body)?;
     }
     Ok(())
+}
+
+/// The highest zxid a ZooKeeper server wrote to disk in `dir` (its dataDir or dataLogDir, or
+/// their `version-2`): the last txn of its newest log that holds one, or its newest snapshot's
+/// zxid if that is higher. `None` if it holds neither.
+pub fn last_logged(dir: &Path) -> Result<Option<Zxid>, ImportError> {
+    let dir = version_dir(dir);
+    let snapshot = files(&dir, "snapshot.")?.last().map(|(z, _)| *z);
+    let mut logged = None;
+    for (_, path) in files(&dir, "log.")?.iter().rev() {
+        let bytes = read(path)?;
+        // Only the zxid is wanted: it follows the TxnHeader's clientId and cxid; nothing is parsed.
+        for_each_record(&bytes, path, |body| {
+            let zxid = body.get(12..20).and_then(|b| b.try_into().ok()).map(i64::from_be_bytes);
+            logged = logged.max(zxid);
+            Ok(())
+        })?;
+        if logged.is_some() {
+            break;
+        }
+    }
+    Ok(logged.max(snapshot))
 }
 
 /// Summary of an import, for the command's output.

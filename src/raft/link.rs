@@ -8,8 +8,7 @@ use super::types::MemberId;
 use super::wire::{self, write_frame, Hello, Kind, PeerError};
 use crate::security::quorum_sasl::{self, QuorumSasl};
 use crate::security::quorum_tls::{self, QuorumTls};
-use rustls::pki_types::ServerName;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, ReadHalf, WriteHalf};
@@ -61,7 +60,8 @@ impl Link {
         let _ = tcp.set_nodelay(true);
         let mut s = match &self.tls {
             Some(t) if t.settings().encrypt => {
-                Either::Right(client_handshake(t, tcp, addr, self.timing.handshake).await?)
+                let tls = t.connect(tcp, addr, self.timing.handshake).await.map_err(PeerError::Tls)?;
+                Either::Right(TlsStream::Client(tls))
             }
             _ => Either::Left(tcp),
         };
@@ -128,29 +128,6 @@ impl Link {
     }
 }
 
-async fn client_handshake(t: &QuorumTls, tcp: TcpStream, addr: &str, wait: Duration) -> Result<TlsStream, PeerError> {
-    let ip = tcp.peer_addr()?.ip();
-    let host = host_of(addr);
-    let named = host.parse::<IpAddr>().is_err().then_some(host);
-    let server_name =
-        named.and_then(|h| ServerName::try_from(h.to_owned()).ok()).unwrap_or_else(|| ServerName::IpAddress(ip.into()));
-    let stream = tokio::time::timeout(wait, t.connector().connect(server_name, tcp))
-        .await
-        .map_err(|_| PeerError::Tls(format!("no TLS handshake with {addr} in time")))?
-        .map_err(|e| PeerError::Tls(format!("TLS handshake with {addr}: {e}")))?;
-    if t.settings().hostname_verification {
-        let cert = stream.get_ref().1.peer_certificates().and_then(|c| c.first());
-        quorum_tls::check_name(cert, ip, named).await.map_err(|e| PeerError::Tls(format!("member at {addr}: {e}")))?;
-    }
-    Ok(TlsStream::Client(stream))
-}
-
-/// The host of `host:port` (`[v6]:port` too).
-fn host_of(addr: &str) -> &str {
-    let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
-    host.trim_start_matches('[').trim_end_matches(']')
-}
-
 /// Whether a connection starts with a TLS handshake record (content type 22); a plaintext
 /// peer connection starts with a frame length, whose first byte is 0 for a hello.
 async fn starts_tls(tcp: &TcpStream, wait: Duration) -> Result<bool, PeerError> {
@@ -159,14 +136,4 @@ async fn starts_tls(tcp: &TcpStream, wait: Duration) -> Result<bool, PeerError> 
         .await
         .map_err(|_| PeerError::Tls("nothing received in time".into()))??;
     Ok(n == 1 && b[0] == 0x16)
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn hosts_of_peer_addresses() {
-        assert_eq!(super::host_of("zoo1.example.com:2888"), "zoo1.example.com");
-        assert_eq!(super::host_of("127.0.0.1:2888"), "127.0.0.1");
-        assert_eq!(super::host_of("[::1]:2888"), "::1");
-    }
 }

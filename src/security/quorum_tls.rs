@@ -27,6 +27,7 @@ use rustls::{CertificateError, DigitallySignedStruct, Error, SignatureScheme};
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 
 /// The member's TLS endpoint on the peer port, both ways, reloadable.
@@ -61,6 +62,32 @@ impl QuorumTls {
     /// For a connection this member opens to another.
     pub fn connector(&self) -> tokio_rustls::TlsConnector {
         tokio_rustls::TlsConnector::from(self.current.read().client.clone())
+    }
+
+    /// Opens TLS on `tcp`, a connection this member made to `addr` (`host:port` of a `server.N`
+    /// line), and checks the other member's certificate: its chain here, its name (with
+    /// `ssl.quorum.hostnameVerification`) after the handshake. Err says what failed, naming `addr`.
+    pub async fn connect(
+        &self,
+        tcp: TcpStream,
+        addr: &str,
+        wait: Duration,
+    ) -> Result<tokio_rustls::client::TlsStream<TcpStream>, String> {
+        let ip = tcp.peer_addr().map_err(|e| format!("TLS with {addr}: {e}"))?.ip();
+        let host = host_of(addr);
+        let named = host.parse::<IpAddr>().is_err().then_some(host);
+        let server_name = named
+            .and_then(|h| ServerName::try_from(h.to_owned()).ok())
+            .unwrap_or_else(|| ServerName::IpAddress(ip.into()));
+        let stream = tokio::time::timeout(wait, self.connector().connect(server_name, tcp))
+            .await
+            .map_err(|_| format!("no TLS handshake with {addr} in time"))?
+            .map_err(|e| format!("TLS handshake with {addr}: {e}"))?;
+        if self.settings.hostname_verification {
+            let cert = stream.get_ref().1.peer_certificates().and_then(|c| c.first());
+            check_name(cert, ip, named).await.map_err(|e| format!("member at {addr}: {e}"))?;
+        }
+        Ok(stream)
     }
 
     /// With `sslQuorumReloadCertFiles=true`: reloads the stores when one of their files changes,
@@ -226,5 +253,21 @@ pub async fn check_name(cert: Option<&CertificateDer<'_>>, ip: IpAddr, name: Opt
         Some(n) if hostname::names(cert, &n) => Ok(()),
         Some(n) => Err(format!("its certificate names neither {ip} nor {n}")),
         None => Err(format!("its certificate does not name {ip}, which has no reverse DNS name")),
+    }
+}
+
+/// The host of `host:port` (`[v6]:port` too).
+fn host_of(addr: &str) -> &str {
+    let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
+    host.trim_start_matches('[').trim_end_matches(']')
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn hosts_of_peer_addresses() {
+        assert_eq!(super::host_of("zoo1.example.com:2888"), "zoo1.example.com");
+        assert_eq!(super::host_of("127.0.0.1:2888"), "127.0.0.1");
+        assert_eq!(super::host_of("[::1]:2888"), "::1");
     }
 }

@@ -122,7 +122,7 @@ impl Server {
         let shutdown = CancellationToken::new();
         let st = match &cfg.ensemble {
             None => start_standalone(&cfg, &stats)?,
-            Some(ens) if cfg.zab_observer => start_observer(&cfg, ens, &stats)?,
+            Some(ens) if cfg.zab_observer => start_observer(&cfg, ens, &stats, &shutdown)?,
             Some(ens) => start_member(&cfg, ens, &stats, &shutdown).await?,
         };
         let Started { core_tx, core, log, durable, views, member, client_follow, lock, observer } = st;
@@ -451,15 +451,22 @@ fn peer_link(
     timing: crate::raft::timing::Timing,
     shutdown: &CancellationToken,
 ) -> Result<crate::raft::link::Link, StartError> {
-    let quorum_tls = match &cfg.quorum_tls {
-        Some(q) => Some(crate::security::quorum_tls::QuorumTls::load(q.clone()).map_err(StartError::QuorumTls)?),
-        None => None,
-    };
-    if let Some(t) = quorum_tls.as_ref().filter(|t| t.settings().reload) {
-        let every = crate::security::tls::RELOAD_POLL;
-        tokio::spawn(t.clone().watch(shutdown.clone(), every));
-    }
+    let quorum_tls = load_quorum_tls(cfg, shutdown)?;
     Ok(crate::raft::link::Link::new(me, quorum_tls, cfg.quorum_sasl.clone(), timing))
+}
+
+/// Quorum TLS's stores when the config asks for it (`sslQuorum`, `portUnification`), reloaded
+/// until `shutdown` with `sslQuorumReloadCertFiles=true`.
+fn load_quorum_tls(
+    cfg: &Config,
+    shutdown: &CancellationToken,
+) -> Result<Option<Arc<crate::security::quorum_tls::QuorumTls>>, StartError> {
+    let Some(q) = &cfg.quorum_tls else { return Ok(None) };
+    let t = crate::security::quorum_tls::QuorumTls::load(q.clone()).map_err(StartError::QuorumTls)?;
+    if t.settings().reload {
+        tokio::spawn(t.clone().watch(shutdown.clone(), crate::security::tls::RELOAD_POLL));
+    }
+    Ok(Some(t))
 }
 
 /// A member of a new ensemble proposes the initial membership (every voter proposes the same
@@ -503,6 +510,7 @@ fn start_observer(
     cfg: &Arc<Config>,
     ens: &crate::raft::members::Ensemble,
     stats: &Arc<stats::ServerStats>,
+    shutdown: &CancellationToken,
 ) -> Result<Started, StartError> {
     use crate::zab::follow::{self, Follow, Status, VoterAddr};
     let me = ens.me().ok_or_else(|| StartError::Ensemble(format!("server.{} is not in the ensemble", ens.my_id)))?;
@@ -512,6 +520,8 @@ fn start_observer(
     let (tree, secret, lock) = (recovered.tree, recovered.secret, recovered.lock);
     let zxid = tree.last_zxid();
     tracing::info!(zxid = format!("0x{zxid:x}"), znodes = tree.node_count(), "observer recovered its last snapshot");
+    // ZooKeeper's members ask for TLS on their quorum and election ports with sslQuorum=true.
+    let quorum_tls = load_quorum_tls(cfg, shutdown)?;
     let voters = ens
         .members
         .iter()
@@ -534,6 +544,7 @@ fn start_observer(
         last_zxid: zxid,
         epochs_dir: Some(cfg.data_dir.join("zab")),
         auth: cfg.quorum_sasl.as_ref().and_then(|q| q.login.clone()),
+        dial: crate::zab::dial::Dialer::new(quorum_tls, tokio::runtime::Handle::current()),
     };
     let (core_tx, core_rx) = mpsc::channel(CORE_QUEUE);
     let weak = core_tx.downgrade();

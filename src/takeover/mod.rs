@@ -7,6 +7,8 @@
 //!  GET  state of every observer    ──────► myid, last applied zxid, following a leader?
 //!       (one silent or following ─► refuse: it may hold txns the others lack / ZooKeeper lives)
 //!  seed = the highest zxid
+//!  ZooKeeper's logs (--zookeeper-data) ──► refuse if a majority may have committed more
+//!                                          than the seed holds (`zk_logs`)
 //!  POST ?check=1 to all, then POST ─────► checks again (no participant answers, the plan fits
 //!                                          its zoo.cfg), answers, then the server stops:
 //!                                          `convert::become_member` keeps the seed's snapshot (or
@@ -25,6 +27,7 @@
 pub mod convert;
 pub mod http;
 pub mod tool;
+pub mod zk_logs;
 
 use crate::raft::members::{join_host_port, Ensemble};
 use std::collections::BTreeSet;

@@ -32,6 +32,16 @@ pub struct TakeoverArgs {
     /// --jaas-config`; without it, `-Djava.security.auth.login.config=` in SERVER_JVMFLAGS).
     #[arg(long)]
     pub jaas_config: Option<std::path::PathBuf>,
+    /// A stopped ZooKeeper participant's data: its dataDir (or dataLogDir, or a copy of its
+    /// version-2 directory) as `DIR` with a `myid` file, or `N=DIR`. Repeat it, or separate
+    /// with commas: every participant, or all but a minority. The takeover refuses if ZooKeeper
+    /// may have committed a txn that no observer holds.
+    #[arg(long, value_delimiter = ',', value_parser = super::zk_logs::parse_source)]
+    pub zookeeper_data: Vec<super::zk_logs::Source>,
+    /// Take over without reading ZooKeeper's logs: a write ZooKeeper acknowledged in its last
+    /// moments and never sent to the observers would be lost.
+    #[arg(long, conflicts_with = "zookeeper_data")]
+    pub skip_zookeeper_logs: bool,
 }
 
 const TIMEOUT: Duration = Duration::from_secs(5);
@@ -61,6 +71,23 @@ pub fn run(args: TakeoverArgs) -> i32 {
         );
         return 2;
     };
+    if args.zookeeper_data.is_empty() && !args.skip_zookeeper_logs {
+        eprintln!(
+            "zkr takeover: give the stopped ZooKeeper participants' data with --zookeeper-data (every \
+             participant's, or all but a minority): a write ZooKeeper acknowledged in its last moments may have \
+             reached no observer, and only their logs tell. --skip-zookeeper-logs takes over without that check"
+        );
+        return 2;
+    }
+    if let Some(s) = args.zookeeper_data.iter().find(|s| !ens.voters().any(|v| v == s.sid)) {
+        eprintln!(
+            "zkr takeover: --zookeeper-data names server.{} ({}), which is no ZooKeeper participant of {}",
+            s.sid,
+            s.dir.display(),
+            args.config.display()
+        );
+        return 2;
+    }
     let admin_port = args.admin_port.unwrap_or(cfg.admin_port);
     // An observer notices a stopped leader within syncLimit ticks (at once when its connection
     // is reset): until then it still says it follows, and the check is repeated.
@@ -80,6 +107,16 @@ pub fn run(args: TakeoverArgs) -> i32 {
             for s in &seen {
                 let role = if s.id == plan.seed { "seed (the most advanced)" } else { "member" };
                 println!("server.{}: zxid 0x{:x}, {role}", s.id, s.zxid);
+            }
+            if !args.zookeeper_data.is_empty() {
+                let seed = seen.iter().find(|s| s.id == plan.seed).map_or(0, |s| s.zxid);
+                match committed_by_zookeeper(&ens, &args.zookeeper_data, seed) {
+                    Ok(text) => println!("{text}"),
+                    Err(why) => {
+                        eprintln!("zkr takeover: refused: {why}");
+                        return 1;
+                    }
+                }
             }
             if args.dry_run {
                 println!("dry run: nothing changed");
@@ -109,6 +146,23 @@ pub fn run(args: TakeoverArgs) -> i32 {
             }
         }
     }
+}
+
+/// Whether the seed holds every txn ZooKeeper may have committed, as the participants' logs
+/// tell (`zk_logs`). Ok: what was found; Err: why the takeover would lose a write.
+fn committed_by_zookeeper(ens: &Ensemble, sources: &[super::zk_logs::Source], seed: i64) -> Result<String, String> {
+    let logged = super::zk_logs::read(sources)?;
+    let bound = super::zk_logs::committed_bound(ens.voters().count(), &logged)?;
+    let each = logged.iter().map(|(sid, z)| format!("server.{sid} 0x{z:x}")).collect::<Vec<_>>().join(", ");
+    if seed < bound {
+        return Err(format!(
+            "ZooKeeper's logs ({each}) hold txns up to 0x{bound:x} that it may have acknowledged, and the most \
+             advanced observer applied only 0x{seed:x}: taking over would lose them. Start the ZooKeeper \
+             participants again so that the observers catch up, then stop the followers first and the leader \
+             last, and run zkr takeover again"
+        ));
+    }
+    Ok(format!("ZooKeeper's logs: {each}; it committed at most up to 0x{bound:x}, which the seed holds"))
 }
 
 fn admin_addr(ens: &Ensemble, id: u64, port: u16) -> String {

@@ -8,11 +8,12 @@
 //! itself says LEADING (as `FastLeaderElection.checkLeader` requires of a leader that others
 //! follow).
 
+use super::dial::Dialer;
 use super::ZabError;
 use crate::security::quorum_sasl::Credentials;
 use std::collections::HashMap;
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::time::Duration;
 
 /// `QuorumCnxManager.PROTOCOL_VERSION_V1`: the initial message every ZooKeeper 3.5+ accepts
@@ -32,6 +33,9 @@ const MAX_MESSAGE: usize = 512 * 1024;
 pub struct Voter {
     pub sid: i64,
     pub election: SocketAddr,
+    /// `host:electionPort` as the `server.N` line has it (the name a quorum TLS certificate is
+    /// checked against).
+    pub name: String,
 }
 
 /// What one voter said.
@@ -109,10 +113,10 @@ fn ask(
     v: &Voter,
     timeout: Duration,
     auth: Option<&Credentials>,
+    dial: &Dialer,
 ) -> std::io::Result<Vote> {
-    let mut s = TcpStream::connect_timeout(&v.election, timeout)?;
+    let mut s = dial.connect(v.election, &v.name, timeout)?;
     s.set_read_timeout(Some(timeout))?;
-    s.set_nodelay(true)?;
     let mut out = initial_message(my_sid, my_address);
     if let Some(creds) = auth {
         // QuorumCnxManager.startConnection: the initial message, then the login, and only
@@ -146,6 +150,7 @@ pub fn find_leader(
     voters: &[Voter],
     timeout: Duration,
     auth: Option<&Credentials>,
+    dial: &Dialer,
 ) -> Result<Found, ZabError> {
     if let Some(v) = voters.iter().find(|v| v.sid >= my_sid) {
         return Err(ZabError::SidTooLow { ours: my_sid, voter: v.sid });
@@ -153,7 +158,7 @@ pub fn find_leader(
     let mut votes = Vec::new();
     let mut failed = Vec::new();
     for v in voters {
-        match ask(my_sid, my_address, v, timeout, auth) {
+        match ask(my_sid, my_address, v, timeout, auth, dial) {
             Ok(vote) => votes.push(vote),
             Err(e) => failed.push(format!("server.{} at {}: {e}", v.sid, v.election)),
         }

@@ -97,6 +97,8 @@ pub struct Follow {
     pub epochs_dir: Option<std::path::PathBuf>,
     /// The quorum SASL login, when the ensemble requires one.
     pub auth: Option<crate::security::quorum_sasl::Credentials>,
+    /// Plain TCP, or TLS with `sslQuorum=true`.
+    pub dial: super::dial::Dialer,
 }
 
 /// ZooKeeper's `acceptedEpoch` and `currentEpoch` files: the number as text. A missing file is
@@ -264,18 +266,23 @@ fn follow_loop(
         let voters: Vec<Voter> = f
             .voters
             .iter()
-            .filter_map(|v| resolve(&v.election).map(|election| Voter { sid: v.sid, election }))
+            .filter_map(|v| {
+                resolve(&v.election).map(|election| Voter { sid: v.sid, election, name: v.election.clone() })
+            })
             .collect();
         let attempt = (|| -> Result<(Learner, i64), ZabError> {
             let ask = init_timeout.min(Duration::from_secs(5));
-            let found = find_leader(f.sid, &f.my_election, &voters, ask, f.auth.as_ref())?;
-            let quorum = f.voters.iter().find(|v| v.sid == found.leader).and_then(|v| resolve(&v.quorum));
-            let Some(leader) = quorum else {
+            let found = find_leader(f.sid, &f.my_election, &voters, ask, f.auth.as_ref(), &f.dial)?;
+            let voter = f.voters.iter().find(|v| v.sid == found.leader);
+            let quorum = voter.and_then(|v| Some((resolve(&v.quorum)?, v.quorum.clone())));
+            let Some((leader, leader_name)) = quorum else {
                 return Err(ZabError::NoLeader { votes: format!("server.{} has no quorum address", found.leader) });
             };
             let opts = Options {
                 sid: f.sid,
                 leader,
+                leader_name,
+                dial: f.dial.clone(),
                 accepted_epoch,
                 current_epoch,
                 init_timeout,
@@ -504,6 +511,7 @@ mod tests {
             last_zxid: 0,
             epochs_dir: None,
             auth: None,
+            dial: crate::zab::dial::Dialer::plain(),
         };
         let (tx, rx) = channel();
         let following = spawn(f, move |up| tx.send(up).is_ok()).unwrap();

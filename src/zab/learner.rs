@@ -6,6 +6,7 @@
 //! Blocking I/O on the caller's thread: a learner has exactly one socket, and the leader's SNAP
 //! is a jute stream whose end is known only by parsing it.
 
+use super::dial::{Conn, Dialer};
 use super::packet::{kind, learner_info, ping_sessions, QuorumPacket};
 use crate::import::{parse_txn, read_tree, ImportError, Jute, Stream, ZkTxn};
 use crate::tree::DataTree;
@@ -13,7 +14,7 @@ use crate::txn::{SessionId, Zxid};
 use bytes::Bytes;
 use std::collections::VecDeque;
 use std::io::{BufReader, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -47,6 +48,11 @@ pub struct Options {
     /// This observer's `myid`: unique in the ensemble, never a ZooKeeper server's.
     pub sid: i64,
     pub leader: SocketAddr,
+    /// The leader's `host:quorumPort` as its `server.N` line has it (the name its quorum TLS
+    /// certificate is checked against).
+    pub leader_name: String,
+    /// Plain TCP, or TLS with `sslQuorum=true`.
+    pub dial: Dialer,
     /// The last epoch it accepted from a leader (ZooKeeper's `acceptedEpoch` file).
     pub accepted_epoch: i64,
     /// The epoch of the last leader it synced with (ZooKeeper's `currentEpoch` file).
@@ -99,7 +105,7 @@ pub enum Event {
 /// clients' requests: one packet is written whole under the lock.
 #[derive(Clone)]
 pub struct Sender {
-    sock: std::sync::Arc<parking_lot::Mutex<TcpStream>>,
+    sock: std::sync::Arc<parking_lot::Mutex<Conn>>,
 }
 
 impl Sender {
@@ -151,7 +157,7 @@ impl Sender {
 /// The learner holds no tree: what the leader sends is handed to whoever holds it (the core, or
 /// a test), in order, so a tree is never held twice.
 pub struct Learner {
-    reader: Stream<BufReader<TcpStream>>,
+    reader: Stream<BufReader<Conn>>,
     writer: Sender,
     /// The leader's epoch, as agreed at LEADERINFO.
     pub epoch: i64,
@@ -168,13 +174,11 @@ impl Learner {
     /// `DataTree::new()`); what the sync brings goes to `on`, in order.
     pub fn sync(opts: &Options, last_zxid: Zxid, on: &mut dyn FnMut(Synced)) -> Result<Learner, ZabError> {
         let connect = |source| ZabError::Connect { addr: opts.leader, source };
-        let sock = TcpStream::connect_timeout(&opts.leader, opts.init_timeout).map_err(connect)?;
-        sock.set_nodelay(true).map_err(connect)?;
+        let mut sock = opts.dial.connect(opts.leader, &opts.leader_name, opts.init_timeout).map_err(connect)?;
         sock.set_read_timeout(Some(opts.init_timeout)).map_err(connect)?;
         if let Some(creds) = &opts.auth {
             // Before anything else on the socket, as Learner.connectToLeader authenticates.
-            let mut s = &sock;
-            crate::security::quorum_sasl::authenticate(&mut s, creds)
+            crate::security::quorum_sasl::authenticate(&mut sock, creds)
                 .map_err(|e| ZabError::Connect { addr: opts.leader, source: std::io::Error::other(e.to_string()) })?;
         }
         let writer = Sender { sock: std::sync::Arc::new(parking_lot::Mutex::new(sock.try_clone().map_err(connect)?)) };

@@ -1,6 +1,7 @@
 //! Shared helpers for integration tests: a zkr server on port 0 and a raw-frame client.
 #![allow(dead_code)]
 
+pub mod certs;
 pub mod cluster;
 pub mod ensemble_proc;
 pub mod zkr_proc;

@@ -14,7 +14,8 @@ address zookeeper://<zk1>?backup=<zk2>,<zk3>,<zkr9>,<zkr10>,<zkr11>:
     the consumer calls all the time (about 18 calls a second)
   2 the zkr observers serve the same tree as the ZooKeeper members
   3 the ZooKeeper participants are stopped (SIGTERM; followers first, then the leader) and
-    `zkr takeover --config <observer 9's zoo.cfg>` turns the observers into a zkr ensemble;
+    `zkr takeover --config <observer 9's zoo.cfg> --zookeeper-data <their dataDirs>` turns the observers
+    into a zkr ensemble, once their logs show that the observers hold every txn ZooKeeper may have committed;
     Dubbo's Curator clients move to the zkr hosts of their address list
   4 about 20 s after the takeover: no call failed since before step 3, calls kept flowing, the
     providers' and the consumer's ephemerals are on every zkr member, owned by the same sessions
@@ -332,7 +333,10 @@ class Migration(Side):
         if self.args.delay_takeover:
             self.tl("takeover delayed (--delay-takeover)", f"{self.args.delay_takeover:.0f}s")
             time.sleep(self.args.delay_takeover)
-        cmd = [self.args.zkr_bin, "takeover", "--config", self.members[ZKR_IDS[0]].cfg]
+        # The stopped participants' data: zkr takeover checks that the observers hold every txn
+        # ZooKeeper may have committed (a write acknowledged just before the stop, never sent to them).
+        data = ",".join(os.path.join(self.members[m].dir, "data") for m in ZK_IDS)
+        cmd = [self.args.zkr_bin, "takeover", "--config", self.members[ZKR_IDS[0]].cfg, "--zookeeper-data", data]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 text=True)
         self.pids.add(proc)

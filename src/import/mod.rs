@@ -281,8 +281,7 @@ fn skip_close_session_paths(t: &mut Cursor) {
 
 /// Reads every txn of one log file; a torn or zero tail ends the file.
 fn read_log(path: &Path, out: &mut Vec<Txn>, after: Zxid) -> Result<(), ImportError> {
-    let bytes = read(path)?;
-    for_each_record(&bytes, path, |body| {
+    for_each_record(path, |body| {
         let t = parse_txn(body, path)?;
         if t.txn.zxid > after {
             out.push(t.txn);
@@ -292,37 +291,57 @@ fn read_log(path: &Path, out: &mut Vec<Txn>, after: Zxid) -> Result<(), ImportEr
 }
 
 /// Calls `each` with the body (TxnHeader and record) of every whole record of one log file, in
-/// order; a torn or zero tail ends the file (ZooKeeper preallocates logs with zeros).
-fn for_each_record(
-    bytes: &[u8],
-    path: &Path,
-    mut each: impl FnMut(&[u8]) -> Result<(), ImportError>,
-) -> Result<(), ImportError> {
-    let mut c = Cursor::new(bytes, path);
-    if c.remaining() < 16 {
+/// order; a torn or zero tail ends the file. The file is read as a stream up to that end, not
+/// whole: ZooKeeper preallocates its logs with zeros (64 MiB by default).
+fn for_each_record(path: &Path, mut each: impl FnMut(&[u8]) -> Result<(), ImportError>) -> Result<(), ImportError> {
+    let io = |source| ImportError::Io { file: path.to_owned(), source };
+    let file = std::fs::File::open(path).map_err(io)?;
+    let size = file.metadata().map_err(io)?.len();
+    let mut r = std::io::BufReader::with_capacity(1 << 20, file);
+    let mut head = [0u8; 16];
+    if !read_full(&mut r, &mut head).map_err(io)? {
         return Ok(());
     }
-    if c.int("magic")? != LOG_MAGIC {
-        return Err(c.err("not a ZooKeeper log (magic is not ZKLG)"));
+    if head[..4] != LOG_MAGIC.to_be_bytes() {
+        let what = "not a ZooKeeper log (magic is not ZKLG)".to_owned();
+        return Err(ImportError::Format { file: path.to_owned(), offset: 0, what });
     }
-    c.int("version")?;
-    c.long("dbid")?;
-    while c.remaining() >= 12 {
-        let start = c.pos;
-        let crc = c.long("txn checksum")? as u64 as u32;
-        let len = c.int("txn length")?;
-        if len <= 0 || (len as usize) + 1 > c.remaining() {
-            break; // preallocated zeros or a torn tail
-        }
-        let body = &bytes[c.pos..c.pos + len as usize];
-        c.pos += len as usize;
-        if c.u8("end of record")? != b'B' || adler32(body) != crc {
-            tracing::warn!(file = %path.display(), offset = start, "partial transaction at the end of a ZooKeeper log: ignored");
+    let mut at = 16u64;
+    let mut body = Vec::new();
+    loop {
+        let mut h = [0u8; 12];
+        if !read_full(&mut r, &mut h).map_err(io)? {
             break;
         }
-        each(body)?;
+        let crc = u64::from_be_bytes(h[..8].try_into().unwrap_or_default()) as u32;
+        let len = i32::from_be_bytes(h[8..].try_into().unwrap_or_default());
+        let Ok(len) = usize::try_from(len) else { break };
+        // Zero: preallocated space. Past the file's end: a torn tail.
+        if len == 0 || at + 12 + len as u64 + 1 > size {
+            break;
+        }
+        body.resize(len + 1, 0);
+        if !read_full(&mut r, &mut body).map_err(io)? {
+            break;
+        }
+        let (record, end) = body.split_at(len);
+        if end != b"B" || adler32(record) != crc {
+            tracing::warn!(file = %path.display(), offset = at, "partial transaction at the end of a ZooKeeper log: ignored");
+            break;
+        }
+        each(record)?;
+        at += 12 + len as u64 + 1;
     }
     Ok(())
+}
+
+/// Fills `buf`; false if the stream ended first.
+fn read_full(r: &mut impl std::io::Read, buf: &mut [u8]) -> std::io::Result<bool> {
+    match r.read_exact(buf) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(false),
+        Err(e) => Err(e),
+    }
 }
 
 /// The highest zxid a ZooKeeper server wrote to disk in `dir` (its dataDir or dataLogDir, or
@@ -333,9 +352,8 @@ pub fn last_logged(dir: &Path) -> Result<Option<Zxid>, ImportError> {
     let snapshot = files(&dir, "snapshot.")?.last().map(|(z, _)| *z);
     let mut logged = None;
     for (_, path) in files(&dir, "log.")?.iter().rev() {
-        let bytes = read(path)?;
         // Only the zxid is wanted: it follows the TxnHeader's clientId and cxid; nothing is parsed.
-        for_each_record(&bytes, path, |body| {
+        for_each_record(path, |body| {
             let zxid = body.get(12..20).and_then(|b| b.try_into().ok()).map(i64::from_be_bytes);
             logged = logged.max(zxid);
             Ok(())

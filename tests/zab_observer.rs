@@ -45,20 +45,27 @@ pub(crate) enum Launch {
 /// ZooKeeper 3.9.5 and what its server needs, resolved from Maven Central with
 /// `tests/interop/zab/zk39/pom.xml` (once; the classpath is kept in the target directory).
 pub(crate) fn zookeeper_39_classpath() -> String {
+    zookeeper_classpath("3.9.5")
+}
+
+/// A ZooKeeper release from Maven Central and what its server needs (the same pom, another
+/// `zookeeper.version`).
+pub(crate) fn zookeeper_classpath(version: &str) -> String {
     let pom = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/zab/zk39/pom.xml");
-    let file = Path::new(env!("CARGO_TARGET_TMPDIR")).join("zookeeper-3.9.5.classpath");
+    let file = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("zookeeper-{version}.classpath"));
     if !file.exists() {
         let tmp = file.with_extension("tmp");
         let out = Command::new("mvn")
             .args(["-B", "-q", "-f"])
             .arg(&pom)
             .arg("dependency:build-classpath")
+            .arg(format!("-Dzookeeper.version={version}"))
             .arg(format!("-Dmdep.outputFile={}", tmp.display()))
             .output()
             .expect("mvn runs (apt-get install maven)");
         assert!(
             out.status.success(),
-            "Maven could not resolve ZooKeeper 3.9.5: {}",
+            "Maven could not resolve ZooKeeper {version}: {}",
             String::from_utf8_lossy(&out.stdout)
         );
         std::fs::rename(&tmp, &file).unwrap();
@@ -704,6 +711,16 @@ async fn zkr_serve_observes_a_zookeeper_38_ensemble_serves_its_tree_forwards_wri
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zkr_serve_observes_a_zookeeper_39_ensemble_from_maven_central() {
     observe_a_live_ensemble(Launch::Classpath(zookeeper_39_classpath())).await;
+}
+
+/// The older releases issue 24 names, from Maven Central: 3.5 sends no txn digest (it came with
+/// 3.6), 3.6 and 3.7 digest every txn as 3.8 does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zkr_serve_observes_zookeeper_35_36_and_37_ensembles_from_maven_central() {
+    for version in ["3.5.10", "3.6.4", "3.7.2"] {
+        eprintln!("--- ZooKeeper {version}");
+        observe_a_live_ensemble(Launch::Classpath(zookeeper_classpath(version))).await;
+    }
 }
 
 /// `zkr serve` as an observer of a live three-member ZooKeeper ensemble, from its sync through a

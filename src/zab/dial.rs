@@ -48,24 +48,36 @@ impl Dialer {
             tcp.set_nodelay(true)?;
             return Ok(Conn::Tcp(tcp));
         };
-        let tls = tls.clone();
-        let name = name.to_owned();
-        let stream = runtime.block_on(async move {
-            let tcp = tokio::time::timeout(timeout, tokio::net::TcpStream::connect(addr))
-                .await
-                .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, format!("connecting to {addr}")))??;
-            tcp.set_nodelay(true)?;
-            tls.connect(tcp, &name, timeout).await.map_err(std::io::Error::other)
-        })?;
-        let (ours, relay) = UnixStream::pair()?;
-        relay.set_nonblocking(true)?;
+        // The TLS connection is made and then relayed by one task; the caller waits here for the
+        // other end of the pair (or why there is none). A runtime that is shutting down drops
+        // the task, which the closed channel reports.
+        let (tls, name) = (tls.clone(), name.to_owned());
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
         runtime.spawn(async move {
-            match tokio::net::UnixStream::from_std(relay) {
-                Ok(relay) => relay_until_closed(relay, stream).await,
-                Err(e) => tracing::warn!("relaying the TLS connection to {addr}: {e}"),
+            let connected = async {
+                let tcp =
+                    tokio::time::timeout(timeout, tokio::net::TcpStream::connect(addr)).await.map_err(|_| {
+                        std::io::Error::new(std::io::ErrorKind::TimedOut, format!("connecting to {addr} timed out"))
+                    })??;
+                tcp.set_nodelay(true)?;
+                let stream = tls.connect(tcp, &name, timeout).await.map_err(std::io::Error::other)?;
+                let (ours, relay) = UnixStream::pair()?;
+                relay.set_nonblocking(true)?;
+                Ok((stream, ours, tokio::net::UnixStream::from_std(relay)?))
+            };
+            match connected.await {
+                Ok((stream, ours, relay)) => {
+                    if tx.send(Ok(ours)).is_ok() {
+                        relay_until_closed(relay, stream).await;
+                    }
+                }
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                }
             }
         });
-        Ok(Conn::Relayed(ours))
+        let gone = || std::io::Error::other(format!("TLS connection to {addr}: the server is stopping"));
+        rx.recv().map_err(|_| gone())?.map(Conn::Relayed)
     }
 }
 
@@ -150,5 +162,128 @@ impl Write for Conn {
             Conn::Tcp(s) => s.flush(),
             Conn::Relayed(s) => s.flush(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The relay against a TLS server made here (rcgen certificates): bytes both ways, a
+    //! server that closes ends the caller's reads, the caller's shutdown closes the server's
+    //! side, and a certificate the trust store does not hold is refused.
+
+    use super::*;
+    use crate::config::{ClientAuth, Origin, QuorumTlsSettings, StorePassword, StoreSettings, StoreType, TlsStores};
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair, SanType};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    fn pem(path: std::path::PathBuf) -> StoreSettings {
+        StoreSettings {
+            path,
+            kind: StoreType::Pem,
+            password: StorePassword::Inline(String::new()),
+            origin: Origin::Flag("test"),
+        }
+    }
+
+    /// A CA and one leaf naming 127.0.0.1, as a member's stores: (key store, trust store).
+    fn stores(dir: &std::path::Path, name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+        std::fs::create_dir_all(dir).unwrap();
+        let ca_key = KeyPair::generate().unwrap();
+        let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
+        p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let ca = p.self_signed(&ca_key).unwrap();
+        let key = KeyPair::generate().unwrap();
+        let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
+        p.subject_alt_names.push(SanType::IpAddress([127, 0, 0, 1].into()));
+        let leaf = p.signed_by(&key, &ca, &ca_key).unwrap();
+        let (ks, ts) = (dir.join(format!("{name}-key.pem")), dir.join(format!("{name}-ca.pem")));
+        std::fs::write(&ks, format!("{}{}", key.serialize_pem(), leaf.pem())).unwrap();
+        std::fs::write(&ts, ca.pem()).unwrap();
+        (ks, ts)
+    }
+
+    fn quorum_tls(key_store: std::path::PathBuf, trust: std::path::PathBuf) -> Arc<QuorumTls> {
+        let protocols =
+            vec![crate::security::tls_params::Protocol::Tls12, crate::security::tls_params::Protocol::Tls13];
+        let settings = QuorumTlsSettings {
+            stores: TlsStores {
+                key_store: pem(key_store),
+                key_file: None,
+                trust_store: Some(pem(trust)),
+                client_auth: ClientAuth::Need,
+                protocols,
+                cipher_suites: crate::security::tls_params::cipher_suites(Some(
+                    "TLS_AES_128_GCM_SHA256,TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+                ))
+                .unwrap()
+                .0,
+            },
+            encrypt: true,
+            port_unification: false,
+            hostname_verification: true,
+            reload: false,
+        };
+        QuorumTls::load(settings).unwrap()
+    }
+
+    #[test]
+    fn a_tls_connection_is_relayed_both_ways_and_closes_from_either_end() {
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+        let dir = std::env::temp_dir().join(format!("zkr-dial-{}", std::process::id()));
+        let (ks, ts) = stores(&dir, "a");
+        let tls = quorum_tls(ks, ts);
+        let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let acceptor = tls.acceptor();
+        // The server: echoes one message, then closes after the second connection's first read.
+        let server = rt.spawn(async move {
+            let mut seen_eof = false;
+            for round in 0..2 {
+                let (tcp, _) = listener.accept().await.unwrap();
+                let mut s = acceptor.accept(tcp).await.unwrap();
+                let mut b = [0u8; 5];
+                s.read_exact(&mut b).await.unwrap();
+                if round == 0 {
+                    s.write_all(&b).await.unwrap();
+                    s.flush().await.unwrap();
+                    // The caller shuts down: this side reads the end.
+                    let mut rest = Vec::new();
+                    seen_eof = s.read_to_end(&mut rest).await.map(|_| rest.is_empty()).unwrap_or(true);
+                } else {
+                    s.shutdown().await.unwrap();
+                }
+            }
+            seen_eof
+        });
+        let dial = Dialer::new(Some(tls.clone()), rt.handle().clone());
+        let name = addr.to_string();
+        let mut c = dial.connect(addr, &name, Duration::from_secs(5)).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        c.write_all(b"hello").unwrap();
+        let mut b = [0u8; 5];
+        c.read_exact(&mut b).unwrap();
+        assert_eq!(&b, b"hello");
+        c.shutdown(Shutdown::Both).unwrap();
+
+        let mut c = dial.connect(addr, &name, Duration::from_secs(5)).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        c.write_all(b"again").unwrap();
+        let mut rest = Vec::new();
+        assert_eq!(c.read_to_end(&mut rest).unwrap(), 0, "the server's close ends the caller's reads");
+        assert!(rt.block_on(server).unwrap(), "the caller's shutdown reached the server");
+
+        // Another CA's certificate: the handshake is refused, with the reason.
+        let (ks2, ts2) = stores(&dir, "b");
+        let stranger = Dialer::new(Some(quorum_tls(ks2, ts2)), rt.handle().clone());
+        let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let acceptor = tls.acceptor();
+        rt.spawn(async move {
+            let (tcp, _) = listener.accept().await.unwrap();
+            let _ = acceptor.accept(tcp).await;
+        });
+        let err = stranger.connect(addr, &addr.to_string(), Duration::from_secs(5)).unwrap_err();
+        assert!(err.to_string().contains("TLS handshake"), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -84,6 +84,43 @@ impl Drop for Observer {
     }
 }
 
+/// Three observers' addresses (127.0.0.9-11, ids 9-11, one AdminServer port) and their
+/// `server.N` lines.
+struct ObserverPlan {
+    ips: [&'static str; 3],
+    clients: [u16; 3],
+    admin: u16,
+    lines: String,
+}
+
+impl ObserverPlan {
+    fn new() -> ObserverPlan {
+        let ips = ["127.0.0.9", "127.0.0.10", "127.0.0.11"];
+        let clients = [free_port(), free_port(), free_port()];
+        let mut lines = String::new();
+        for (i, ip) in ips.iter().enumerate() {
+            lines += &format!("server.{}={ip}:{}:{}:observer;{ip}:{}\n", 9 + i, free_port(), free_port(), clients[i]);
+        }
+        ObserverPlan { ips, clients, admin: free_port(), lines }
+    }
+}
+
+/// The three observers started, once each says it observes.
+async fn start_observers(plan: &ObserverPlan, servers: &str, secured: &Secured) -> Vec<Observer> {
+    let obs: Vec<Observer> = (0..3)
+        .map(|i| Observer::start(9 + i as u64, plan.ips[i], plan.clients[i], plan.admin, servers, secured))
+        .collect();
+    for o in &obs {
+        let a = o.addr();
+        until_async("the zkr observer synced", 60, || {
+            let a = a.clone();
+            async move { mode(&a).await.as_deref() == Some("observer") }
+        })
+        .await;
+    }
+    obs
+}
+
 async fn mode(addr: &str) -> Option<String> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut s = tokio::net::TcpStream::connect(addr).await.ok()?;
@@ -182,13 +219,8 @@ impl Drop for Secured {
 /// `silent_first`, a first attempt finds one observer silent (SIGSTOPped) and is refused: that
 /// observer may hold txns the others lack. `secure`: what ZooKeeper's members require.
 async fn take_over(launch: Launch, silent_first: bool, secure: Secure) {
-    let ips = ["127.0.0.9", "127.0.0.10", "127.0.0.11"];
-    let clients = [free_port(), free_port(), free_port()];
-    let admin = free_port();
-    let mut lines = String::new();
-    for (i, ip) in ips.iter().enumerate() {
-        lines += &format!("server.{}={ip}:{}:{}:observer;{ip}:{}\n", 9 + i, free_port(), free_port(), clients[i]);
-    }
+    let plan = ObserverPlan::new();
+    let (ips, lines) = (plan.ips, plan.lines.clone());
     let secured = Secured::new(secure);
     let mut zk = Ensemble::start_configured(&launch, &lines, &secured.lines, &secured.props());
     let jaas = secured.jaas.as_deref();
@@ -198,16 +230,7 @@ async fn take_over(launch: Launch, silent_first: bool, secure: Secure) {
     c.write(OpCode::Create, RequestBody::Create(create("/dubbo", b"", 0))).await;
     c.write(OpCode::Create, RequestBody::Create(create("/dubbo/zk-provider", b"zk", 1))).await;
 
-    let obs: Vec<Observer> =
-        (0..3).map(|i| Observer::start(9 + i as u64, ips[i], clients[i], admin, &zk.servers, &secured)).collect();
-    for o in &obs {
-        let a = o.addr();
-        until_async("the zkr observer synced", 60, || {
-            let a = a.clone();
-            async move { mode(&a).await.as_deref() == Some("observer") }
-        })
-        .await;
-    }
+    let obs = start_observers(&plan, &zk.servers, &secured).await;
     let (o9, o10) = (&obs[0], &obs[1]);
     // A session on zkr with an ephemeral, and writes through both observers.
     let mut s = Session::open_at(&o9.addr(), 20_000).await;
@@ -227,7 +250,7 @@ async fn take_over(launch: Launch, silent_first: bool, secure: Secure) {
     assert!(err.contains("ZooKeeper participants still answer: server."), "{err}");
     assert_eq!(mode(&o9.addr()).await.as_deref(), Some("observer"));
     // An observer asked directly refuses too while it follows ZooKeeper's leader.
-    let admin9 = format!("{}:{admin}", ips[0]);
+    let admin9 = format!("{}:{}", ips[0], plan.admin);
     let post = move || request(&admin9, "POST", "/zkr/takeover?seed=9&members=9,10,11", Duration::from_secs(5));
     let (code, body) = tokio::task::spawn_blocking(post.clone()).await.unwrap().expect("the AdminServer answers");
     assert_eq!(code, 409, "{body}");
@@ -356,29 +379,14 @@ async fn take_over(launch: Launch, silent_first: bool, secure: Secure) {
 /// and once it is stopped again the takeover goes ahead with the write.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zkr_takeover_refuses_while_zookeepers_logs_hold_a_write_no_observer_received() {
-    let ips = ["127.0.0.9", "127.0.0.10", "127.0.0.11"];
-    let clients = [free_port(), free_port(), free_port()];
-    let admin = free_port();
-    let mut lines = String::new();
-    for (i, ip) in ips.iter().enumerate() {
-        lines += &format!("server.{}={ip}:{}:{}:observer;{ip}:{}\n", 9 + i, free_port(), free_port(), clients[i]);
-    }
-    let mut zk = Ensemble::start_observed(&Launch::Debian, &lines);
+    let plan = ObserverPlan::new();
+    let mut zk = Ensemble::start_observed(&Launch::Debian, &plan.lines);
     let zk_data: Vec<PathBuf> = (0..3).map(|i| zk.data_dir(i)).collect();
     let leader = zk.leader().await;
     let mut c = Session::open(zk.client[leader], 60_000).await;
     c.write(OpCode::Create, RequestBody::Create(create("/seen", b"", 0))).await;
     let secured = Secured::new(Secure::None);
-    let obs: Vec<Observer> =
-        (0..3).map(|i| Observer::start(9 + i as u64, ips[i], clients[i], admin, &zk.servers, &secured)).collect();
-    for o in &obs {
-        let a = o.addr();
-        until_async("the zkr observer synced", 60, || {
-            let a = a.clone();
-            async move { mode(&a).await.as_deref() == Some("observer") }
-        })
-        .await;
-    }
+    let obs = start_observers(&plan, &zk.servers, &secured).await;
 
     // The observers stop answering; the leader drops them after syncLimit ticks.
     let signal = |sig: &str| {

@@ -5,11 +5,12 @@
 # (kazoo_observer.py: a Dubbo-shaped registry with providers on a voter and on the observer, a
 # consumer's watch on the observer, errors, transactions, sync, a session's close) runs through
 # each observer, and the two transcripts must be equal line by line. Once with Debian's
-# ZooKeeper 3.8, once with ZooKeeper 3.9.5 from Maven Central (zk39/pom.xml).
+# ZooKeeper 3.8, then with ZooKeeper 3.9.5, 3.7.2, 3.6.4 and 3.5.10 from Maven Central
+# (zk39/pom.xml, -Dzookeeper.version).
 #
 #   ZKR_BIN=target/release/zkr bash tests/interop/zab/run.sh
 #
-# Ports: ZAB_PORT_BASE (31400) .. +199. Work and logs in tests/interop/.work/zab. Writes matrix
+# Ports: ZAB_PORT_BASE (31400) .. +499. Work and logs in tests/interop/.work/zab. Writes matrix
 # rows to .work/matrix/zab.tsv. Prints one PASS/FAIL line per version and "N passed, M failed".
 # Exit 0 passed, 1 failed, 2 setup problem.
 
@@ -130,13 +131,18 @@ PY
 }
 
 side 3.8 "3.8 (Debian)" "" "$PORT_BASE"
-cpfile="$WORK/zookeeper-3.9.5.classpath"
-if mvn -B -q -f "$HERE/zk39/pom.xml" dependency:build-classpath -Dmdep.outputFile="$cpfile" >"$WORK/mvn.log" 2>&1; then
-    side 3.9 "3.9.5 (Maven Central)" "$(cat "$cpfile")" $((PORT_BASE + 100))
-else
-    tail -n 20 "$WORK/mvn.log" >&2
-    say "FAIL 3.9: Maven could not resolve ZooKeeper 3.9.5"
-    FAILED=$((FAILED + 1))
-fi
+n=1
+for v in 3.9.5 3.7.2 3.6.4 3.5.10; do
+    cpfile="$WORK/zookeeper-$v.classpath"
+    if mvn -B -q -f "$HERE/zk39/pom.xml" dependency:build-classpath -Dzookeeper.version="$v" \
+        -Dmdep.outputFile="$cpfile" >"$WORK/mvn-$v.log" 2>&1; then
+        side "${v%.*}" "$v (Maven Central)" "$(cat "$cpfile")" $((PORT_BASE + 100 * n))
+    else
+        tail -n 20 "$WORK/mvn-$v.log" >&2
+        say "FAIL ${v%.*}: Maven could not resolve ZooKeeper $v"
+        FAILED=$((FAILED + 1))
+    fi
+    n=$((n + 1))
+done
 echo "zab: $PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]

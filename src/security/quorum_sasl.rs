@@ -134,50 +134,71 @@ async fn send<S: AsyncWrite + Unpin>(s: &mut S, status: i32, token: &[u8]) -> Re
     Ok(())
 }
 
-/// Runs the learner's side of the exchange on a connected stream; returns once the peer said
-/// SUCCESS and proved it knows the password (its `rspauth`).
-pub fn authenticate<S: Read + Write>(s: &mut S, creds: &Credentials) -> Result<(), AuthError> {
-    let cnonce: [u8; 16] = rand::random();
-    let mut client = DigestClient::new(&creds.user, &creds.password, QUORUM_PROTOCOL, QUORUM_SERVER_NAME, &cnonce);
-    s.write_all(&encode(IN_PROGRESS, &[]))?;
-    s.flush()?;
-    for _ in 0..MAX_ROUNDS {
-        match read(s)? {
-            (IN_PROGRESS, challenge) => {
-                let response = client.respond(&challenge)?;
-                s.write_all(&encode(IN_PROGRESS, &response))?;
-                s.flush()?;
-            }
-            (SUCCESS, last) => {
-                client.finish(&last)?;
-                return Ok(());
-            }
-            (status, _) => return Err(AuthError::Refused { user: creds.user.clone(), status }),
-        }
-    }
-    Err(AuthError::TooManyRounds)
+/// The learner's side of the exchange without I/O (`SaslQuorumAuthLearner`): the first packet to
+/// send, then what each packet from the peer calls for. The blocking `authenticate` and the
+/// async `login` only move its bytes.
+struct LearnerExchange {
+    client: DigestClient,
+    user: String,
+    rounds: usize,
 }
 
-/// The learner's side on an async stream (a zkr member opening a peer connection): the same
-/// exchange as `authenticate`.
-pub async fn login<S: AsyncRead + AsyncWrite + Unpin>(s: &mut S, creds: &Credentials) -> Result<(), AuthError> {
-    let cnonce: [u8; 16] = rand::random();
-    let mut client = DigestClient::new(&creds.user, &creds.password, QUORUM_PROTOCOL, QUORUM_SERVER_NAME, &cnonce);
-    send(s, IN_PROGRESS, &[]).await?;
-    for _ in 0..MAX_ROUNDS {
-        match read_async(s, None).await? {
-            (IN_PROGRESS, challenge) => {
-                let response = client.respond(&challenge)?;
-                send(s, IN_PROGRESS, &response).await?;
+/// What the learner does after a packet from the peer.
+enum Next {
+    Send(Vec<u8>),
+    /// The peer said SUCCESS and proved it knows the password (its `rspauth`).
+    Done,
+}
+
+impl LearnerExchange {
+    fn start(creds: &Credentials) -> (LearnerExchange, Vec<u8>) {
+        let cnonce: [u8; 16] = rand::random();
+        let client = DigestClient::new(&creds.user, &creds.password, QUORUM_PROTOCOL, QUORUM_SERVER_NAME, &cnonce);
+        (LearnerExchange { client, user: creds.user.clone(), rounds: 0 }, encode(IN_PROGRESS, &[]))
+    }
+
+    fn on_packet(&mut self, status: i32, token: &[u8]) -> Result<Next, AuthError> {
+        self.rounds += 1;
+        match status {
+            IN_PROGRESS if self.rounds >= MAX_ROUNDS => Err(AuthError::TooManyRounds),
+            IN_PROGRESS => Ok(Next::Send(encode(IN_PROGRESS, &self.client.respond(token)?))),
+            SUCCESS => {
+                self.client.finish(token)?;
+                Ok(Next::Done)
             }
-            (SUCCESS, last) => {
-                client.finish(&last)?;
-                return Ok(());
-            }
-            (status, _) => return Err(AuthError::Refused { user: creds.user.clone(), status }),
+            status => Err(AuthError::Refused { user: self.user.clone(), status }),
         }
     }
-    Err(AuthError::TooManyRounds)
+}
+
+/// Runs the learner's side of the exchange on a connected blocking stream (the ZAB observer's
+/// sockets); returns once the peer said SUCCESS and proved it knows the password.
+pub fn authenticate<S: Read + Write>(s: &mut S, creds: &Credentials) -> Result<(), AuthError> {
+    let (mut x, mut out) = LearnerExchange::start(creds);
+    loop {
+        s.write_all(&out)?;
+        s.flush()?;
+        let (status, token) = read(s)?;
+        match x.on_packet(status, &token)? {
+            Next::Send(next) => out = next,
+            Next::Done => return Ok(()),
+        }
+    }
+}
+
+/// The learner's side on an async stream (a zkr member opening a peer connection).
+pub async fn login<S: AsyncRead + AsyncWrite + Unpin>(s: &mut S, creds: &Credentials) -> Result<(), AuthError> {
+    let (mut x, mut out) = LearnerExchange::start(creds);
+    loop {
+        s.write_all(&out).await?;
+        // A TLS stream may hold a record back until it is flushed.
+        s.flush().await?;
+        let (status, token) = read_async(s, None).await?;
+        match x.on_packet(status, &token)? {
+            Next::Send(next) => out = next,
+            Next::Done => return Ok(()),
+        }
+    }
 }
 
 /// The side that takes a connection (`SaslQuorumAuthServer`): checks the login whose first

@@ -29,8 +29,12 @@ const ZKSERVER: &str = "/usr/share/zookeeper/bin/zkServer.sh";
 pub(crate) const OBSERVER_SID: i64 = 9;
 const TICK_MS: u64 = 500;
 
+/// Ports below the kernel's ephemeral range (`common::cluster::free_port`): a ZooKeeper member
+/// that cannot bind its election port exits, and a port the kernel handed out and this test
+/// released can be taken meanwhile as the source port of another test's outgoing connection
+/// (seen once in CI: two members refused election connections after a leader kill).
 pub(crate) fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
+    common::cluster::free_port()
 }
 
 /// How a ZooKeeper member is started.

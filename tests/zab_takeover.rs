@@ -414,6 +414,15 @@ async fn zkr_takeover_refuses_while_zookeepers_logs_hold_a_write_no_observer_rec
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "refused: {err}");
     assert!(err.contains(&format!("hold txns up to 0x{missed:x}")), "names the write no observer holds: {err}");
+    // What a takeover without the check would have seeded from: no observer holds the write.
+    for o in &obs {
+        let addr = format!("{}:{}", o.ip, plan.admin);
+        let get = move || request(&addr, "GET", "/zkr/takeover", Duration::from_secs(5));
+        let (code, body) = tokio::task::spawn_blocking(get).await.unwrap().expect("the AdminServer answers");
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+        let zxid = v["zxid"].as_i64().unwrap_or(i64::MAX);
+        assert!(code == 200 && zxid < missed, "server.{} applied 0x{zxid:x}, the write is 0x{missed:x}", o.id);
+    }
     // Without the participants' data the tool does not take over blind.
     let bare = takeover(&config, None, &[]);
     assert_eq!(bare.status.code(), Some(2), "{}", String::from_utf8_lossy(&bare.stderr));

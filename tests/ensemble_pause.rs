@@ -1,9 +1,15 @@
-//! A slow or paused leader never stalls a follower (issue 22, item 3), on an ensemble of
-//! `zkr serve` processes. A test binary of its own: it runs alone, not beside the in-process
-//! ensembles of tests/ensemble_guarantees.rs, whose load on two cores made openraft's
-//! AppendEntries deadline (one heartbeat) miss and stalled the new leader for reasons of its own.
+//! Ensemble tests whose timing must not share two cores with other ensembles: a slow or paused
+//! leader never stalls a follower (issue 22, item 3), on an ensemble of `zkr serve` processes,
+//! and no member deposes a leader the others follow (`ensemble_prevote`). A test binary of its
+//! own, its tests one at a time (`ALONE`): beside the in-process ensembles of
+//! tests/ensemble_guarantees.rs, the load made openraft's AppendEntries deadline (one
+//! heartbeat) miss and stalled the new leader for reasons of its own.
 
 mod common;
+mod ensemble_prevote;
+
+/// Held by each test of this binary for its whole run.
+pub static ALONE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 use common::cluster::persistent;
 use std::time::Duration;
@@ -19,6 +25,7 @@ use zookeeper_client as zk;
 /// stops reading its sockets the way a paused JVM or a swapped-out leader does.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paused_leader_never_stalls_a_follower() {
+    let _alone = ALONE.lock().await;
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     use std::sync::Arc;
     let ens = common::ensemble_proc::ProcEnsemble::start(3, 2000);

@@ -42,6 +42,11 @@ pub struct Failpoints {
     /// of openraft's membership change) exits as it applies it, before the second step, as if
     /// killed between the two.
     pub leader_dies_in_joint: bool,
+    /// `deaf-peer-port=MS`: for MS ms after it starts, this member's peer port closes every
+    /// connection it accepts, while its own connections to the others work: a member that hears
+    /// nobody but reaches everyone (a one-way partition), as a restarted member is until the
+    /// leader's next append reaches it.
+    pub deaf_peer_port_ms: u64,
 }
 
 impl Failpoints {
@@ -51,6 +56,12 @@ impl Failpoints {
             match name {
                 "prep-skew" => f.prep_skew = true,
                 "leader-dies-in-joint" => f.leader_dies_in_joint = true,
+                other if other.starts_with("deaf-peer-port=") => {
+                    let ms = &other["deaf-peer-port=".len()..];
+                    f.deaf_peer_port_ms = ms.parse().map_err(|_| {
+                        ConfigError::Invalid(format!("ZKR_FAILPOINTS: deaf-peer-port wants milliseconds, not {ms:?}"))
+                    })?;
+                }
                 other => return Err(ConfigError::Invalid(format!("ZKR_FAILPOINTS: unknown failpoint {other:?}"))),
             }
         }

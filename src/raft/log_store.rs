@@ -100,6 +100,13 @@ impl LogStore {
         st.locs.get(i as usize).map(|l| l.log_id)
     }
 
+    /// The id of the log's last entry (the last purged one when none is left), as a vote
+    /// compares logs.
+    pub fn last_log_id(&self) -> Option<LogId> {
+        let st = self.state.lock();
+        st.locs.back().map(|l| l.log_id).or(st.purged)
+    }
+
     /// Highest index on disk (for tests and metrics).
     pub fn flushed(&self) -> Option<u64> {
         self.state.lock().flushed

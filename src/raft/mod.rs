@@ -16,7 +16,7 @@
 //! timeout, from tickTime, initLimit and syncLimit), `amnesia` (a member that lost entries it
 //! may have acknowledged: no vote until caught up), `diverge` (a log that disagrees with the
 //! leader's: set aside), `reconfig`, `seed` (the first start of an ensemble), `config_file`
-//! (the dynamic config file). This file recovers a member's state at start.
+//! (the dynamic config file), `prevote` (no campaign a quorum would not vote for). This file recovers a member's state at start.
 
 pub mod amnesia;
 pub mod command;
@@ -31,6 +31,7 @@ mod log_writer;
 pub mod member;
 pub mod members;
 pub mod network;
+pub mod prevote;
 pub mod reconfig;
 pub mod seam;
 pub mod seed;
@@ -176,6 +177,9 @@ pub fn raft_config(cfg: &Config, ens: &Ensemble) -> Result<openraft::Config, Str
         // An entry is a batch of up to `BATCH_MAX_BYTES` (or one larger command): 64 of them
         // stay inside a peer frame where openraft's 300 might not.
         max_payload_entries: 64,
+        // A member campaigns only after a won pre-vote (`member::guard_elections` switches
+        // this on then): openraft's own timer would depose a leader the others still follow.
+        enable_elect: false,
         ..Default::default()
     };
     c.validate().map_err(|e| e.to_string())

@@ -157,6 +157,15 @@ impl RaftNetwork<Zkr> for PeerClient {
         }
     }
 
+    /// After an unreachable member, the leader tries it again one heartbeat later (openraft's
+    /// default waits 500 ms): a member restarted at a short tickTime must hear the leader's
+    /// appends before its election timeout, as a restarted ZooKeeper follower connects to the
+    /// leader at once. A refused connect costs nothing; a partitioned member's connects are
+    /// paced by the connect timeout anyway.
+    fn backoff(&self) -> openraft::network::Backoff {
+        openraft::network::Backoff::new(std::iter::repeat(self.link.timing.heartbeat))
+    }
+
     async fn vote(&mut self, rpc: VoteRequest<MemberId>, option: RPCOption) -> Rpc<VoteResponse<MemberId>> {
         match self.call(RpcRequest::Vote(rpc), option.hard_ttl()).await? {
             RpcResponse::Vote(r) => r.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e))),

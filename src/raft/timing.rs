@@ -28,6 +28,13 @@ pub struct Timing {
     /// A member (or leader) out of touch with the quorum this long stops serving: syncLimit
     /// ticks, ZooKeeper's limit for a follower's silence.
     pub stale_after: Duration,
+    /// A follower or observer that heard nothing from its leader this long stops serving: as
+    /// long as openraft's follower waited before it campaigned (its leader lease, one
+    /// `election_max`, and an election timeout) before pre-vote made campaigns wait for a
+    /// quorum (see `prevote`), and never longer than `stale_after`. A leader that lost its
+    /// quorum goes quiet, and the followers still with it must stop serving well within a
+    /// session timeout, as ZooKeeper's do when that leader closes their connections.
+    pub leader_silence: Duration,
     /// A read index (sync, and reads after a member's own write) must be confirmed by a quorum
     /// within half of `stale_after`, or the client's request fails and it retries.
     pub read_index: Duration,
@@ -55,6 +62,7 @@ impl Timing {
             election_min: heartbeat * 5,
             election_max: heartbeat * 10,
             stale_after,
+            leader_silence: (heartbeat * 20).min(stale_after),
             read_index: stale_after / 2,
             connect: tick.max(Duration::from_millis(500)),
             handshake: stale_after / 2,
@@ -86,6 +94,7 @@ mod tests {
         assert_eq!(t.heartbeat, Duration::from_millis(200));
         assert_eq!((t.election_min, t.election_max), (Duration::from_secs(1), Duration::from_secs(2)));
         assert_eq!(t.stale_after, Duration::from_secs(10));
+        assert_eq!(t.leader_silence, Duration::from_secs(4));
         assert_eq!(t.read_index, Duration::from_secs(5));
         assert_eq!(t.connect, Duration::from_secs(2));
         assert_eq!(t.catch_up, Duration::from_secs(20));
@@ -99,6 +108,7 @@ mod tests {
             (a.election_min, b.election_min),
             (a.election_max, b.election_max),
             (a.stale_after, b.stale_after),
+            (a.leader_silence, b.leader_silence),
             (a.read_index, b.read_index),
             (a.connect, b.connect),
             (a.handshake, b.handshake),

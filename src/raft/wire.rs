@@ -13,7 +13,7 @@
 //! a log line, never the member.
 
 use super::command::Command;
-use super::types::{MemberId, Zkr};
+use super::types::{LogId, MemberId, Zkr};
 use crate::txn::SessionId;
 use bincode::Options;
 use openraft::error::{InstallSnapshotError, RaftError};
@@ -123,6 +123,9 @@ pub enum RpcRequest {
     /// The same, naming the asker, so that the answer says whether its membership counts the
     /// asker's acknowledgements (a member being added by a reconfig is not amnesiac).
     StateProbeOf(MemberId),
+    /// Would this member vote for a candidate whose log ends here (see `prevote`)? No side
+    /// effect. A member of an older release closes the connection: the asker counts it as yes.
+    PreVote(Option<LogId>),
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -139,6 +142,8 @@ pub enum RpcResponse {
         why: String,
     },
     StateProbeOf(super::amnesia::Standing),
+    /// Yes, or why not (`prevote::Denial`, as the candidate logs it).
+    PreVote(Result<(), String>),
 }
 
 /// Follower → leader on a forward stream.

@@ -335,6 +335,7 @@ async fn start_member(
     let lock = crate::storage::lock(&cfg.data_dir)?;
     let secret = crate::storage::secret(&cfg.data_dir)?;
     let started = std::time::Instant::now();
+    let started_ms = crate::session::mono_ms();
     let rec = crate::raft::recover(cfg)?;
     let raft_cfg = crate::raft::raft_config(cfg, ens).map_err(StartError::Ensemble)?;
     tracing::info!(
@@ -375,6 +376,7 @@ async fn start_member(
     );
     let core = spawn_core(core, core_rx)?;
     let log_reader = log.clone();
+    let log_for_votes = log.clone();
     let due = state_machine::SnapshotDue::new(cfg.snap_count);
     let sm = state_machine::StateMachine::new(up.clone(), due.clone(), snap_dir, applied, membership);
     let raft = crate::raft::types::Raft::new(me, Arc::new(raft_cfg), network::Network::new(link.clone()), log, sm)
@@ -387,10 +389,6 @@ async fn start_member(
     let gate = crate::raft::seed::Gate::load(&crate::raft::raft_dir(cfg))?;
     let amnesia = crate::raft::amnesia::Amnesia::new(&crate::raft::raft_dir(cfg), amnesia);
     let status = Arc::new(member::MemberStatus { seed: parking_lot::Mutex::new(gate), amnesia, ..Default::default() });
-    if status.amnesia.active() {
-        // No election of its own while it may have lost acknowledged entries (see `amnesia`).
-        raft.runtime_config().elect(false);
-    }
     member::tag_logs(me, status.clone());
     let submitter = member::Submitter::spawn(raft.clone(), checks, status.clone(), shutdown.clone());
     let port = member::PeerPort {
@@ -400,6 +398,7 @@ async fn start_member(
         core: up.clone(),
         status: status.clone(),
         log: log_reader,
+        deaf_for: Duration::from_millis(cfg.failpoints.deaf_peer_port_ms),
     };
     let listener = crate::listen::Listener::following(listener, peer_addr_rx, "peer");
     let peers = tokio::spawn(member::serve_peers(port, listener, shutdown.clone()));
@@ -416,6 +415,13 @@ async fn start_member(
     if !spec.observer && !raft.is_initialized().await.unwrap_or(true) {
         tokio::spawn(initialize_new(raft.clone(), status.clone(), link.clone(), ens.clone(), timing, shutdown.clone()));
     }
+    {
+        // openraft's own elections start switched off (`raft_config`): this switches them on
+        // while a pre-vote is won, never while the member may have lost entries, and only while
+        // it is a voter (an observer a reconfig makes a participant campaigns from then on).
+        let (raft, link, status, log) = (raft.clone(), link.clone(), status.clone(), log_for_votes);
+        tokio::spawn(member::guard_elections(raft, link, status, log, started_ms, shutdown.clone()));
+    }
     let shared = Arc::new(parking_lot::RwLock::new(ens.clone()));
     tokio::spawn(member::propose(
         link,
@@ -427,8 +433,8 @@ async fn start_member(
         shutdown.clone(),
     ));
     tokio::spawn(member::keep_observers(raft.clone(), shared.clone(), shutdown.clone()));
-    let stale = timing.stale_after;
-    tokio::spawn(member::watch_role(raft.clone(), up, status.clone(), stale, shutdown.clone()));
+    let limits = member::Silence { stale: timing.stale_after, leader: timing.leader_silence };
+    tokio::spawn(member::watch_role(raft.clone(), up, status.clone(), limits, shutdown.clone()));
     tracing::info!(id = me, peer = %peer_addr, members = ens.members.len(), "ensemble member started");
     let member = Member { raft, status, peer_addr, peers };
     Ok(Started {
@@ -487,7 +493,7 @@ async fn initialize_new(
     if status.amnesia.state() == crate::raft::amnesia::State::Probing {
         // Empty: a member of a new ensemble, or one whose data was wiped? The others know.
         let every = timing.heartbeat;
-        if member::probe_ensemble(&link, &ens, &raft, &status, &stop, every).await != member::Probed::Initialize {
+        if member::probe_ensemble(&link, &ens, &status, &stop, every).await != member::Probed::Initialize {
             return;
         }
     }

@@ -8,13 +8,16 @@
 //! forward streams after an election timeout instead of holding their proposals.
 //!
 //! `peers` serves the peer port, `proposer` takes proposals to the log, `probe` asks the others
-//! whether an empty member's ensemble has data; this file holds the member's status and the
+//! whether an empty member's ensemble has data, `elections` lets openraft campaign only after a
+//! won pre-vote; this file holds the member's status and the
 //! watcher that tells the core its role.
 
+mod elections;
 mod peers;
 mod probe;
 mod proposer;
 
+pub use elections::*;
 pub use peers::*;
 pub use probe::*;
 pub use proposer::*;
@@ -84,19 +87,31 @@ async fn to_core(core: &Upward, msg: ReplMsg) {
     let _ = core.tell(msg).await;
 }
 
+/// How long a member serves without hearing what it needs (`Timing::stale_after`,
+/// `Timing::leader_silence`).
+#[derive(Debug, Clone, Copy)]
+pub struct Silence {
+    /// A leader without a quorum's acknowledgement this long stops serving.
+    pub stale: Duration,
+    /// A follower or observer without its leader's appends this long stops serving.
+    pub leader: Duration,
+}
+
 /// Watches openraft's metrics and tells the core its role: leader, follower, observer, or
-/// looking (no leader, or a leader or member that lost touch with the quorum for `stale`).
+/// looking (no leader, or a leader or member that lost touch with the quorum: `limits`).
 pub async fn watch_role(
     raft: Raft,
     core: Upward,
     status: Arc<MemberStatus>,
-    stale: Duration,
+    limits: Silence,
     shutdown: CancellationToken,
 ) {
     let mut metrics = raft.metrics();
     let mut every = tokio::time::interval(Duration::from_millis(50));
     let mut last: Option<(Role, Option<MemberId>, u64)> = None;
+    let stale = limits.stale;
     let stale_ms = stale.as_millis() as u64;
+    let silence_ms = limits.leader.as_millis() as u64;
     let mut heartbeat_off = false;
     loop {
         tokio::select! {
@@ -129,12 +144,15 @@ pub async fn watch_role(
             to_core(&core, ReplMsg::Role { role: Role::Looking, leader: None, term, leader_gone: false }).await;
             replication_lost(&fatal);
         }
-        let in_touch = in_touch_with_leader(
+        let (contact, now, lost) = (
             status.leader_contact.load(Ordering::Acquire),
             crate::session::mono_ms(),
-            stale_ms,
             status.leader_lost.load(Ordering::Acquire),
         );
+        // A voter stops serving when it would have campaigned before pre-vote; an observer,
+        // which never campaigned, after `stale` as before.
+        let (in_touch, observer_in_touch) =
+            (in_touch_with_leader(contact, now, silence_ms, lost), in_touch_with_leader(contact, now, stale_ms, lost));
         use openraft::ServerState as S;
         // A leader serves once a quorum has acknowledged it: openraft restarts a member whose
         // saved vote is its own as leader of that old term until it hears of a newer one, and
@@ -146,7 +164,7 @@ pub async fn watch_role(
             S::Leader if !acked => Role::Looking,
             S::Leader => Role::Leader,
             S::Follower if leader.is_some() && in_touch => Role::Follower,
-            S::Learner if leader.is_some() && in_touch => Role::Observer,
+            S::Learner if leader.is_some() && observer_in_touch => Role::Observer,
             _ => Role::Looking,
         };
         // A leader that lost its quorum stops its heartbeats and takes no more proposals (see
@@ -187,15 +205,15 @@ fn replication_lost(fatal: &openraft::error::Fatal<MemberId>) -> ! {
 }
 
 /// Whether a follower or observer is in touch with a leader: it heard from one (`contact_at`,
-/// the `mono_ms` of the last AppendEntries, 0 before the first) within `stale_ms`, and that
+/// the `mono_ms` of the last AppendEntries, 0 before the first) within `limit_ms`, and that
 /// leader's stream has not ended since (`lost`). A member just started has heard from nobody,
 /// even though openraft already names the leader its saved vote was for: until a leader's first
 /// AppendEntries it serves nobody (that leader may be gone, and the member far behind), as a
 /// ZooKeeper follower serves only once synced with its leader. Found by the fault suite: a
 /// restarted member served as a follower from its first millisecond, when `mono_ms` (the time
-/// since the process started) was below `stale_ms` and "never" looked like "just now".
-fn in_touch_with_leader(contact_at: u64, now: u64, stale_ms: u64, lost: bool) -> bool {
-    contact_at != 0 && now.saturating_sub(contact_at) <= stale_ms && !lost
+/// since the process started) was below the limit and "never" looked like "just now".
+fn in_touch_with_leader(contact_at: u64, now: u64, limit_ms: u64, lost: bool) -> bool {
+    contact_at != 0 && now.saturating_sub(contact_at) <= limit_ms && !lost
 }
 
 /// The leader's duty for observers (`server.N=…:observer`): they join as openraft learners,

@@ -2,7 +2,9 @@
 //! followers send the leader their clients' proposals, session touches and sync points. When a
 //! leader's replication stream ends and its port refuses, this member starts an election at once.
 
+use super::elections::hearing;
 use super::*;
+use crate::raft::prevote;
 
 /// What the peer port serves with: this member's side of its peer connections, its Raft, the
 /// leader's way into the log, its core, its status and a reader of its log (for divergence).
@@ -13,11 +15,14 @@ pub struct PeerPort {
     pub core: Upward,
     pub status: Arc<MemberStatus>,
     pub log: LogStore,
+    /// The `deaf-peer-port` failpoint: connections accepted this soon after start are closed.
+    pub deaf_for: Duration,
 }
 
 /// Serves the peer port: openraft's RPCs and forward streams from other members.
 pub async fn serve_peers(port: PeerPort, mut listener: crate::listen::Listener, shutdown: CancellationToken) {
-    let PeerPort { link, raft, submitter, core, status, log } = port;
+    let PeerPort { link, raft, submitter, core, status, log, deaf_for } = port;
+    let deaf_until = std::time::Instant::now() + deaf_for;
     loop {
         let accepted = tokio::select! {
             _ = shutdown.cancelled() => break,
@@ -31,6 +36,10 @@ pub async fn serve_peers(port: PeerPort, mut listener: crate::listen::Listener, 
                 continue;
             }
         };
+        if std::time::Instant::now() < deaf_until {
+            tracing::debug!(%peer, "failpoint deaf-peer-port: closing a peer connection");
+            continue;
+        }
         let _ = tcp.set_nodelay(true);
         let (raft, core, status, stop) = (raft.clone(), core.clone(), status.clone(), shutdown.clone());
         let (submitter, link, log) = (submitter.clone(), link.clone(), log.clone());
@@ -85,7 +94,8 @@ pub(super) async fn serve_rpc(
     log: &LogStore,
 ) -> Result<(), wire::PeerError> {
     let mut replicated = false;
-    let result = serve_rpc_frames(&mut s, from, raft, status, log, &mut replicated).await;
+    let election_min = link.timing.election_min;
+    let result = serve_rpc_frames(&mut s, from, raft, status, log, election_min, &mut replicated).await;
     drop(s);
     let (me, leader, addr) = {
         let m = raft.metrics();
@@ -142,11 +152,15 @@ pub(super) async fn serve_rpc_frames(
     raft: &Raft,
     status: &MemberStatus,
     log: &LogStore,
+    election_min: Duration,
     replicated: &mut bool,
 ) -> Result<(), wire::PeerError> {
     loop {
         let req: RpcRequest = wire::read_frame(&mut *s).await?;
-        let probe = matches!(req, RpcRequest::SeedProbe | RpcRequest::StateProbe | RpcRequest::StateProbeOf(_));
+        let probe = matches!(
+            req,
+            RpcRequest::SeedProbe | RpcRequest::StateProbe | RpcRequest::StateProbeOf(_) | RpcRequest::PreVote(_)
+        );
         if !probe && status.seed.lock().refuses(from, initialized(raft)) {
             // Waiting for a seed (or holding one not yet on a quorum): no other member may
             // lead this one. Closing the connection reads as unreachable to the caller.
@@ -160,6 +174,13 @@ pub(super) async fn serve_rpc_frames(
             }
             RpcRequest::StateProbe => RpcResponse::StateProbe(state_answer(raft)),
             RpcRequest::StateProbeOf(asker) => RpcResponse::StateProbeOf(standing(raft, asker)),
+            RpcRequest::PreVote(last) => {
+                let answer = prevote::answer(&hearing(raft, status, log), last, election_min.as_millis() as u64);
+                if let Err(why) = &answer {
+                    tracing::debug!(candidate = from, "pre-vote denied: {why}");
+                }
+                RpcResponse::PreVote(answer.map_err(|d| d.to_string()))
+            }
             RpcRequest::Append(r) if status.amnesia.refuses_leader(r.vote.leader_id.term) => {
                 stale_leader(from, r.vote.leader_id.term);
                 return Ok(());
@@ -203,7 +224,6 @@ pub(super) async fn serve_rpc_frames(
                             term,
                             "caught up by a leader elected without this member: it is whole again and votes"
                         );
-                        raft.runtime_config().elect(true);
                     }
                 }
                 RpcResponse::Append(res)

@@ -21,7 +21,6 @@ pub enum Probed {
 pub async fn probe_ensemble(
     link: &Link,
     ens: &Ensemble,
-    raft: &Raft,
     status: &MemberStatus,
     stop: &CancellationToken,
     every: Duration,
@@ -33,7 +32,6 @@ pub async fn probe_ensemble(
         if status.seed.lock().deferring() {
             // A member seeding a new ensemble asked this one, and it agreed: it never had data.
             let _ = status.amnesia.probed(Verdict::New);
-            raft.runtime_config().elect(true);
             return Probed::Initialize;
         }
         let mut answers = Vec::new();
@@ -53,7 +51,6 @@ pub async fn probe_ensemble(
                     tracing::warn!("this member does not vote: {why}");
                     return Probed::Stop;
                 }
-                raft.runtime_config().elect(true);
                 return match verdict {
                     Verdict::New => {
                         tracing::info!("a quorum of the members is empty: a new ensemble");

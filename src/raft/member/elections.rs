@@ -1,10 +1,8 @@
 //! When this member may stand for election (see `prevote`): openraft's elections stay switched
 //! off while this member hears its leader, while it may have lost entries it acknowledged, and
 //! while a pre-vote finds no quorum that would vote for it; they are switched on only for as
-//! long as a pre-vote is won. The election at once after a dead leader (`elect_after_leader_loss`)
-//! asks for a pre-vote too (`pre_vote_after_leader_loss`): a leader whose stream ended and whose
-//! port refuses may be dead, or only unreachable from this member. A seed's first election and
-//! `initialize` do not pass through here: there was no leader yet.
+//! long as a pre-vote is won. Direct elections (`elect_after_leader_loss`, a seed's first
+//! election, `initialize`) do not pass through here: each knows the leader is gone or never was.
 
 use super::*;
 use crate::raft::prevote::{self, Hearing};
@@ -23,9 +21,8 @@ pub(super) fn hearing(raft: &Raft, status: &MemberStatus, log: &LogStore) -> Hea
     let leader_heard_ms_ago = (contact != 0 && !lost).then(|| now.saturating_sub(contact));
     // A member that does not see itself as a voter answers as its real vote would, which
     // openraft gives whatever the membership: a member being added may not have the entry that
-    // adds it yet, and the joint membership's new half needs it (a reconfig whose leader died
-    // between its two steps elected nobody when it said no). Where the candidate's membership
-    // does not count it, its yes counts for nothing (`prevote::won`).
+    // adds it yet, and the joint membership's new half needs it. Where the candidate's
+    // membership does not count it, its yes counts for nothing (`prevote::won`).
     let refuses = status
         .amnesia
         .active()
@@ -57,14 +54,17 @@ pub async fn guard_elections(
             _ = stop.cancelled() => return,
             _ = every.tick() => {}
         }
-        let (me, leads, configs) = {
+        let (me, leads, configs, voter_addrs) = {
             let m = raft.metrics();
             let m = m.borrow();
-            (
-                m.id,
-                m.state == openraft::ServerState::Leader,
-                m.membership_config.membership().get_joint_config().clone(),
-            )
+            let membership = m.membership_config.membership();
+            let configs: Vec<BTreeSet<MemberId>> = membership.get_joint_config().clone();
+            let addrs: Vec<(MemberId, String)> = membership
+                .voter_ids()
+                .filter(|v| *v != m.id)
+                .filter_map(|v| membership.get_node(&v).map(|n| (v, n.peer_addr())))
+                .collect();
+            (m.id, m.state == openraft::ServerState::Leader, configs, addrs)
         };
         if leads || !configs.iter().any(|c| c.contains(&me)) {
             // A leader does not campaign; a learner cannot.
@@ -75,93 +75,32 @@ pub async fn guard_elections(
         let may = if mine.refuses.is_some() || silent_for < election_min {
             false
         } else {
-            match pre_vote(&raft, &link, &log, &mut conns).await {
-                Ok(()) => true,
-                Err(denied) => {
-                    if denial_logged.is_none_or(|t| t.elapsed() >= Duration::from_secs(10)) {
-                        denial_logged = Some(std::time::Instant::now());
-                        tracing::info!(
-                            silent_ms = silent_for,
-                            "no leader heard, but no quorum would vote for this member: not standing for election ({denied})"
-                        );
+            let answers = ask_all(&link, &mut conns, &voter_addrs, mine.last_log).await;
+            let mut granted: BTreeSet<MemberId> = [me].into();
+            let mut denied = Vec::new();
+            for (id, a) in answers {
+                match a {
+                    Ok(()) => {
+                        granted.insert(id);
                     }
-                    false
+                    Err(why) => denied.push(format!("member {id}: {why}")),
                 }
             }
+            let won = prevote::won(&configs, &granted);
+            if !won && denial_logged.is_none_or(|t| t.elapsed() >= Duration::from_secs(10)) {
+                denial_logged = Some(std::time::Instant::now());
+                tracing::info!(
+                    silent_ms = silent_for,
+                    "no leader heard, but no quorum would vote for this member: not standing for election ({})",
+                    denied.join("; ")
+                );
+            }
+            won
         };
         if may != on {
             on = may;
             raft.runtime_config().elect(on);
             tracing::debug!(on, "openraft's elections switched");
-        }
-    }
-}
-
-/// One pre-vote: every other voter of this member's membership asked at once. `Ok` when this
-/// member and the voters that would vote for it are a quorum of every voter set (two while a
-/// membership change is joint); otherwise who denied, and why.
-pub(super) async fn pre_vote(
-    raft: &Raft,
-    link: &Link,
-    log: &LogStore,
-    conns: &mut HashMap<MemberId, PeerStream>,
-) -> Result<(), String> {
-    let (me, configs, voters) = {
-        let m = raft.metrics();
-        let m = m.borrow();
-        let membership = m.membership_config.membership();
-        let voters: Vec<(MemberId, String)> = membership
-            .voter_ids()
-            .filter(|v| *v != m.id)
-            .filter_map(|v| membership.get_node(&v).map(|n| (v, n.peer_addr())))
-            .collect();
-        (m.id, membership.get_joint_config().clone(), voters)
-    };
-    let answers = ask_all(link, conns, &voters, log.last_log_id()).await;
-    let mut granted: BTreeSet<MemberId> = [me].into();
-    let mut denied = Vec::new();
-    for (id, a) in answers {
-        match a {
-            Ok(()) => {
-                granted.insert(id);
-            }
-            Err(why) => denied.push(format!("member {id}: {why}")),
-        }
-    }
-    if prevote::won(&configs, &granted) {
-        Ok(())
-    } else {
-        Err(denied.join("; "))
-    }
-}
-
-/// The pre-vote before the election at once that follows a dead leader (see
-/// `elect_after_leader_loss`): asked again every 20 ms while `leaderless`, until a quorum grants
-/// it (true) or one shortest election timeout has passed (false: the regular path of
-/// `guard_elections` takes over). A leader that died is seen gone by every member it streamed
-/// to within milliseconds, and they grant; a leader that only this member cannot reach (a link
-/// that resets, a firewall that refuses) is still heard by the others, and they deny.
-pub(super) async fn pre_vote_after_leader_loss(
-    raft: &Raft,
-    link: &Link,
-    log: &LogStore,
-    leaderless: impl Fn(&Raft) -> bool,
-) -> bool {
-    let mut conns = HashMap::new();
-    let until = tokio::time::Instant::now() + link.timing.election_min;
-    loop {
-        if !leaderless(raft) {
-            return false;
-        }
-        match pre_vote(raft, link, log, &mut conns).await {
-            Ok(()) => return true,
-            Err(denied) if tokio::time::Instant::now() >= until => {
-                tracing::info!(
-                    "the leader looks gone to this member, but no quorum would vote for it: not electing at once ({denied})"
-                );
-                return false;
-            }
-            Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
         }
     }
 }

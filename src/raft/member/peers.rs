@@ -112,8 +112,8 @@ pub(super) async fn serve_rpc(
             tracing::info!(leader = from, "the leader is gone (its stream ended, its peer port refuses): not serving until a leader is heard from");
             status.leader_lost.store(true, Ordering::Release);
             status.wake.notify_one();
-            let (raft, status, link, log) = (raft.clone(), status.clone(), link.clone(), log.clone());
-            tokio::spawn(async move { elect_after_leader_loss(&raft, me, from, &status, &link, &log).await });
+            let step = link.timing.elect_step;
+            tokio::spawn(elect_after_leader_loss(raft.clone(), me, from, status.clone(), step));
         }
     }
     result
@@ -356,27 +356,25 @@ pub(super) async fn serve_forward(
     result
 }
 
-/// The leader's process looks gone (`serve_rpc` saw its stream end and its peer port refuse):
-/// once a quorum agrees in a pre-vote (the others saw it go too), elect now, as ZooKeeper's followers start leader election as soon as the leader's connection
+/// The leader's process is gone (`serve_rpc` saw its stream end and its peer port refuse):
+/// elect now, as ZooKeeper's followers start leader election as soon as the leader's connection
 /// drops, instead of waiting out openraft's leader lease and an election timeout (3–4 s at
 /// tickTime 2000). A voter refuses candidates while the lease of the leader it voted for lasts,
 /// unless it is a candidate itself; so the surviving voters, ranked by id, each start an
 /// election one step apart (which ends their leases), and the first of them starts another
 /// after the last: its higher term wins every vote its log allows. If that log is behind,
-/// openraft's own timeouts elect someone else, as before. The survivors' elections are
-/// `Timing::elect_step` apart.
+/// openraft's own timeouts elect someone else, as before.
+/// `step`: the time between the survivors' elections (`Timing::elect_step`).
 pub(super) async fn elect_after_leader_loss(
-    raft: &Raft,
+    raft: Raft,
     me: MemberId,
     dead: MemberId,
-    status: &MemberStatus,
-    link: &Link,
-    log: &LogStore,
+    status: Arc<MemberStatus>,
+    step: Duration,
 ) {
     if status.amnesia.active() {
         return;
     }
-    let step = link.timing.elect_step;
     let survivors: Vec<MemberId> = {
         let m = raft.metrics();
         let m = m.borrow();
@@ -387,20 +385,14 @@ pub(super) async fn elect_after_leader_loss(
     let Some(rank) = survivors.iter().position(|id| *id == me) else { return };
     let leaderless = |raft: &Raft| raft.metrics().borrow().current_leader.is_none_or(|l| l == dead);
     tokio::time::sleep(step * rank as u32).await;
-    // The leader may be gone only for this member (a link that resets, a port a firewall
-    // refuses): its term would depose a leader the others still follow (the fault suite's
-    // refused-by-leader nemesis).
-    if !super::elections::pre_vote_after_leader_loss(raft, link, log, leaderless).await {
+    if !leaderless(&raft) {
         return;
     }
     tracing::info!(dead, rank, "electing a new leader now");
     let _ = raft.trigger().elect().await;
     if rank == 0 {
         tokio::time::sleep(step * survivors.len() as u32).await;
-        if leaderless(raft)
-            && raft.metrics().borrow().state != openraft::ServerState::Leader
-            && super::elections::pre_vote_after_leader_loss(raft, link, log, leaderless).await
-        {
+        if leaderless(&raft) && raft.metrics().borrow().state != openraft::ServerState::Leader {
             let _ = raft.trigger().elect().await;
         }
     }

@@ -25,6 +25,7 @@ mod import;
 mod local_reads;
 mod log_damage;
 mod ops;
+mod pipelined;
 mod raw;
 mod zab_observer;
 mod zab_quorum_sasl;

@@ -131,6 +131,10 @@ struct Conn {
     queue: std::collections::VecDeque<Request>,
     /// Ensemble: proposals of this connection not yet applied here.
     in_flight: u32,
+    /// A request answered outside the log's order (sync, reconfig) is in flight: nothing
+    /// after it is served until it is answered (ZooKeeper's CommitProcessor holds a session's
+    /// later requests behind its pending sync the same way).
+    barrier: bool,
     /// A read-only session's connection (a member cut off from the quorum in read-only mode).
     read_only: bool,
 }
@@ -415,7 +419,18 @@ impl Core {
                 return;
             }
         }
+        self.serve_next(conn, req);
+    }
+
+    /// Serves one request of the connection; a barrier that is now in flight holds the rest.
+    fn serve_next(&mut self, conn: ConnId, req: Request) {
+        let barrier = is_barrier(&req);
         self.serve(conn, req);
+        if barrier {
+            if let Some(c) = self.conns.get_mut(&conn) {
+                c.barrier = c.in_flight > 0;
+            }
+        }
     }
 
     fn serve(&mut self, conn: ConnId, req: Request) {
@@ -528,6 +543,9 @@ impl Core {
     fn finish(&mut self, conn: ConnId) {
         if let Some(c) = self.conns.get_mut(&conn) {
             c.in_flight = c.in_flight.saturating_sub(1);
+            // A barrier is served only with nothing else in flight, and nothing is served
+            // behind it: the answer that brings the count to zero is the barrier's.
+            c.barrier &= c.in_flight > 0;
         }
         self.serve_queued(conn);
     }
@@ -537,32 +555,39 @@ impl Core {
         let holding = self.log.holding_conns();
         loop {
             let Some(c) = self.conns.get_mut(&conn) else { return };
-            if holding && !c.read_only {
+            if (holding && !c.read_only) || c.barrier {
                 return;
             }
             let Some(front) = c.queue.front() else { return };
-            // Writes pipeline (they reach the log in order); a read waits for all of them.
-            if c.in_flight > 0 && !is_proposal(front) {
+            // Writes pipeline (they reach the log in order); a read or a barrier waits for all
+            // of them.
+            if c.in_flight > 0 && !pipelines(front) {
                 return;
             }
             let Some(req) = c.queue.pop_front() else { return };
-            self.serve(conn, req);
+            self.serve_next(conn, req);
         }
     }
 }
 
-/// True for a request that becomes a proposal (the ones later reads must wait for).
-fn is_proposal(req: &Request) -> bool {
+/// True for a request that may be served while the connection's earlier proposals are in
+/// flight: a write that is answered in log order, so its answer cannot overtake theirs.
+fn pipelines(req: &Request) -> bool {
     matches!(
         req.body,
-        RequestBody::Create(_)
-            | RequestBody::Delete { .. }
-            | RequestBody::SetData { .. }
-            | RequestBody::SetAcl { .. }
-            | RequestBody::Reconfig { .. }
+        RequestBody::Create(_) | RequestBody::Delete { .. } | RequestBody::SetData { .. } | RequestBody::SetAcl { .. }
     ) || req.op == OpCode::Multi
         || req.op == OpCode::CloseSession
-        || req.op == OpCode::Sync
+}
+
+/// True for a request answered outside the log's order: a sync (answered when this server has
+/// applied the leader's commit point, which may lie before the connection's own pending
+/// writes) and a reconfig (answered when the leader finished it). It waits for every earlier
+/// request of its connection and holds every later one until it is answered, so a session's
+/// replies leave in the order it sent them, as ZooKeeper sends them (kazoo drops the connection
+/// on "xids do not match", the Java client on "Xid out of order").
+fn is_barrier(req: &Request) -> bool {
+    req.op == OpCode::Sync || matches!(req.body, RequestBody::Reconfig { .. })
 }
 
 /// A session's identities, borrowed from the session table only, so that the tree and the watch

@@ -9,7 +9,15 @@ impl Core {
         let id = conn.id;
         self.conns.insert(
             id,
-            Conn { handle: conn, session: None, sasl: None, queue: Default::default(), in_flight: 0, read_only: false },
+            Conn {
+                handle: conn,
+                session: None,
+                sasl: None,
+                queue: Default::default(),
+                in_flight: 0,
+                barrier: false,
+                read_only: false,
+            },
         );
         self.handshake(id, req);
     }

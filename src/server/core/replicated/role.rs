@@ -305,7 +305,7 @@ impl Core {
             self.close_conn(conn);
             return true;
         }
-        if is_proposal(req) || req.op == OpCode::Check {
+        if pipelines(req) || is_barrier(req) || req.op == OpCode::Check {
             self.reply(conn, req.xid, Err(ErrorCode::NotReadOnly));
             return true;
         }

@@ -721,7 +721,7 @@ async fn a_member_whose_log_tail_is_damaged_cuts_it_and_catches_up() {
     let c = client(&cl.addr(leader)).await;
     c.create("/d", b"", &persistent()).await.unwrap();
     let mut n = 0;
-    for damage in ["garbage", "truncate", "torn"] {
+    for damage in ["garbage", "truncate", "torn", "damaged-last"] {
         for _ in 0..100 {
             c.create(&format!("/d/n{n}"), &[b'x'; 50], &persistent()).await.unwrap();
             n += 1;
@@ -732,13 +732,20 @@ async fn a_member_whose_log_tail_is_damaged_cuts_it_and_catches_up() {
         let seg = newest_file(&raft.join("log"), "seg.");
         let recs = segment_records(&seg);
         let (off, len) = recs[recs.len() - 3];
-        if damage == "garbage" || damage == "torn" {
-            // "torn": the last record, with only zeros after it, is cut as a torn append (and
-            // the commit hint, past it, must not keep the member from starting).
-            use std::os::unix::fs::FileExt;
-            let (off, len) = if damage == "torn" { recs[recs.len() - 1] } else { (off, len) };
+        use std::os::unix::fs::FileExt;
+        if damage == "garbage" || damage == "damaged-last" {
+            // "damaged-last": the last record was written whole (it ends with its end mark), so
+            // garbage in it is damage, not a torn append: cut with a copy kept, and refilled.
+            let (off, len) = if damage == "damaged-last" { recs[recs.len() - 1] } else { (off, len) };
             let f = std::fs::OpenOptions::new().write(true).open(&seg).unwrap();
             f.write_all_at(&[0xa5; 16], off + len / 2).unwrap();
+        } else if damage == "torn" {
+            // "torn": the last record's second half never reached the disk (zeros, end mark
+            // included): cut as a torn append (and the commit hint, past it, must not keep the
+            // member from starting).
+            let (off, len) = recs[recs.len() - 1];
+            let f = std::fs::OpenOptions::new().write(true).open(&seg).unwrap();
+            f.write_all_at(&vec![0; (len - len / 2) as usize], off + len / 2).unwrap();
         } else {
             let f = std::fs::OpenOptions::new().write(true).open(&seg).unwrap();
             f.set_len(off + len / 2).unwrap();

@@ -32,6 +32,8 @@ fn image(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
 fn records(bytes: &[u8]) -> Vec<(usize, i64, TxnOp)> {
     let mut out = Vec::new();
     let mut off = 8;
+    // Format version 2 records end with a 4-byte end mark (`storage::segment`).
+    let trailer = if bytes[4..8] == [0, 0, 0, 1] { 0 } else { 4 };
     loop {
         let len = u32::from_be_bytes(bytes[off..off + 4].try_into().unwrap()) as usize;
         if len == 0 {
@@ -39,7 +41,7 @@ fn records(bytes: &[u8]) -> Vec<(usize, i64, TxnOp)> {
         }
         let txn = zkr::storage::record::decode(&bytes[off + 8..off + 8 + len]).unwrap();
         out.push((off, txn.zxid, txn.op));
-        off += 8 + len;
+        off += 8 + len + trailer;
     }
 }
 

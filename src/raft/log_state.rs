@@ -41,11 +41,22 @@ pub(super) struct State {
     pub(super) purged: Option<LogId>,
     /// Set when a write failed: nothing after it may be acknowledged.
     pub(super) failed: Option<WriteFailed>,
+    /// Segments of an older format version (read, never appended to).
+    pub(super) old_format: std::collections::BTreeSet<u64>,
 }
 
 impl State {
     pub(super) fn last(&self) -> Option<LogId> {
         self.locs.back().map(|l| l.log_id)
+    }
+
+    /// The format version of segment `seg`.
+    pub(super) fn version(&self, seg: u64) -> u32 {
+        if self.old_format.contains(&seg) {
+            segment::VERSION_1
+        } else {
+            segment::VERSION
+        }
     }
 
     pub(super) fn seg_path(&self, seg: u64) -> PathBuf {

@@ -66,6 +66,7 @@ impl LogStore {
             flushed: None,
             purged: read_small::<LogId>(&purged).map_err(|e| E::io(&purged, e))?,
             failed: None,
+            old_format: Default::default(),
         };
         let names = crate::storage::numbered_files(dir, RAFT.prefix)?;
         let count = names.len();
@@ -145,14 +146,18 @@ fn scan_segment(st: &mut State, seg: u64, path: &Path, last: bool) -> Result<(),
     use crate::storage::StorageError as E;
     let corrupt = |offset: u64, reason: String| E::Corrupt { file: path.to_owned(), offset, reason };
     let bytes = std::fs::read(path).map_err(|e| E::io(path, e))?;
-    if !RAFT.has_header(&bytes) {
+    let Some(version) = RAFT.version(&bytes) else {
         if last && bytes.iter().all(|b| *b == 0) {
             tracing::warn!(file = %path.display(), "empty raft log segment (crash while creating it): removing");
             std::fs::remove_file(path).map_err(|e| E::io(path, e))?;
             return Ok(());
         }
+        if RAFT.has_header(&bytes) {
+            return Err(corrupt(4, "a segment format version this build does not read".into()));
+        }
         return Err(corrupt(0, "not a zkr raft log segment".into()));
-    }
+    };
+    let trailer = segment::trailer(version) as usize;
     let mut off = HEADER as usize;
     while let Some(prefix) = bytes.get(off..off + PREFIX).and_then(|p| <&[u8; PREFIX]>::try_from(p).ok()) {
         let (len, crc) = segment::read_prefix(prefix);
@@ -169,16 +174,28 @@ fn scan_segment(st: &mut State, seg: u64, path: &Path, last: bool) -> Result<(),
             .then(|| bincode::deserialize::<Entry>(&bytes[off + 8..end]).ok())
             .flatten();
         let Some(entry) = entry else {
-            // Torn: the last segment, and nothing but zeros after the extent this record claims
-            // (or after its header, if the length itself is past the file).
-            if last && rest_zero(end.min(bytes.len()).max(off + 8)) && end <= bytes.len() + 8 {
+            let written_end = bytes[off..].iter().rposition(|b| *b != 0).map_or(off, |p| off + p + 1);
+            let complete = segment::complete(&bytes[off..written_end], version);
+            // Torn: the last segment, the record not written whole, and nothing but zeros after
+            // the extent it claims (or after its header, if the length itself is past the file).
+            let claimed = end + trailer;
+            if last
+                && !complete
+                && rest_zero(claimed.min(bytes.len()).max(off + 8))
+                && claimed <= bytes.len() + 8 + trailer
+            {
                 tracing::warn!(file = %path.display(), offset = off, "torn record at the end of the raft log (crash during append): cutting it");
                 let f = OpenOptions::new().write(true).open(path).map_err(|e| E::io(path, e))?;
-                f.write_all_at(&vec![0u8; (end.min(bytes.len())) - off], off as u64).map_err(|e| E::io(path, e))?;
+                f.write_all_at(&vec![0u8; written_end - off], off as u64).map_err(|e| E::io(path, e))?;
                 f.sync_all().map_err(|e| E::io(path, e))?;
                 break;
             }
-            return Err(corrupt(off as u64, "record fails its checksum or does not decode".into()));
+            let why = if complete {
+                "a complete record (it ends with its end mark) fails its checksum or does not decode: damaged after it was written"
+            } else {
+                "record fails its checksum or does not decode"
+            };
+            return Err(corrupt(off as u64, why.into()));
         };
         let index = entry.log_id.index;
         match st.last() {
@@ -205,10 +222,15 @@ fn scan_segment(st: &mut State, seg: u64, path: &Path, last: bool) -> Result<(),
         st.locs.push_back(Loc { log_id: entry.log_id, seg, offset: off as u64, len: len as u32 });
         st.cache.push_back(entry, len as u32);
         st.cache.trim(u64::MAX);
-        off = end;
+        // A record whose checksum holds is kept whatever its end mark says.
+        off = end + trailer;
+    }
+    if version != segment::VERSION {
+        st.old_format.insert(seg);
     }
     if last {
-        st.write_seg = Some(seg);
+        // Appends never go into a segment of an older format: the next one starts a new segment.
+        st.write_seg = (version == segment::VERSION).then_some(seg);
         st.write_off = off as u64;
     }
     Ok(())
@@ -359,7 +381,7 @@ impl RaftLogStorage<Zkr> for LogStore {
             let mut encoded = Ok(());
             segment::frame(&mut record, |b| encoded = bincode::serialize_into(b, &e));
             encoded.map_err(log_err)?;
-            let payload_len = (record.len() - PREFIX) as u32;
+            let payload_len = (record.len() - PREFIX - segment::END_MARK.len()) as u32;
             let rec_len = record.len() as u64;
             match st.last() {
                 // openraft appends past a snapshot it installed before purging what the snapshot
@@ -444,12 +466,13 @@ impl RaftLogStorage<Zkr> for LogStore {
                 let mut paths = paths;
                 paths.push(st.seg_path(at.seg));
                 let prev = st.locs.back().copied();
-                st.write_seg = prev.map(|l| l.seg);
-                st.write_off = prev.map_or(HEADER, |l| l.offset + 8 + l.len as u64);
+                st.write_seg = prev.map(|l| l.seg).filter(|s| !st.old_format.contains(s));
+                st.write_off =
+                    prev.map_or(HEADER, |l| l.offset + segment::record_bytes(l.len as u64, st.version(l.seg)));
                 st.flushed = st.flushed.map(|f| f.min(since.saturating_sub(1)));
                 (None, paths)
             } else {
-                st.write_seg = Some(at.seg);
+                st.write_seg = Some(at.seg).filter(|s| !st.old_format.contains(s));
                 st.write_off = at.offset;
                 st.flushed = st.flushed.map(|f| f.min(since.saturating_sub(1)));
                 (Some((at.seg, at.offset)), paths)

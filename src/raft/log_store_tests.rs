@@ -65,3 +65,93 @@ async fn a_jump_over_purged_entries_reads_as_the_logs_new_start() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The written end of a segment: one past its last non-zero byte.
+fn written_end(bytes: &[u8]) -> usize {
+    bytes.iter().rposition(|b| *b != 0).map_or(0, |p| p + 1)
+}
+
+/// Issue 38, item 1: a torn append (its later bytes never reached the disk) and an fsync'd last
+/// record damaged afterwards look alike without the end mark; with it, the first is cut and the
+/// second is damage (the member then does not vote until its leader refilled it).
+#[tokio::test]
+async fn a_torn_last_record_is_cut_and_a_damaged_complete_one_is_refused() {
+    let dir = raft_dir("torn-or-damaged");
+    write_segment(&dir, &[1, 2, 3]);
+    let seg = dir.join("log").join(RAFT.name(1));
+    let pristine = std::fs::read(&seg).unwrap();
+    let end = written_end(&pristine);
+    let last = end
+        - 4
+        - 8
+        - bincode::serialized_size(&Entry { log_id: id(1, 3), payload: EntryPayload::Blank }).unwrap() as usize;
+
+    // Torn: the last record's second half (end mark included) is zeros.
+    let mut torn = pristine.clone();
+    torn[last + (end - last) / 2..end].fill(0);
+    std::fs::write(&seg, &torn).unwrap();
+    let mut store = LogStore::open(&dir, false).expect("a torn tail is cut");
+    assert_eq!(indexes(&mut store, 0).await, vec![1, 2]);
+    drop(store);
+
+    // Damaged: one byte flipped in the middle of the complete last record.
+    let mut flipped = pristine.clone();
+    flipped[last + 10] ^= 0x01;
+    std::fs::write(&seg, &flipped).unwrap();
+    match LogStore::open(&dir, false) {
+        Err(crate::storage::StorageError::Corrupt { offset, reason, .. }) => {
+            assert_eq!(offset, last as u64);
+            assert!(reason.contains("complete record"), "{reason}");
+        }
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("a damaged complete record was read as a torn tail"),
+    }
+
+    // A length field that claims more than the record: still complete, still damage.
+    let mut longer = pristine.clone();
+    longer[last + 3] = longer[last + 3].wrapping_add(100);
+    std::fs::write(&seg, &longer).unwrap();
+    assert!(LogStore::open(&dir, false).is_err(), "a grown length is damage, not a torn tail");
+
+    // A record whose checksum holds is kept though its end mark never reached the disk.
+    let mut no_mark = pristine.clone();
+    no_mark[end - 4..end].fill(0);
+    std::fs::write(&seg, &no_mark).unwrap();
+    let mut store = LogStore::open(&dir, false).expect("an intact payload is kept");
+    assert_eq!(indexes(&mut store, 0).await, vec![1, 2, 3]);
+    drop(store);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Segments written before the end mark (format version 1) are read, and appends go to a new
+/// segment instead of mixing the formats in one file.
+#[tokio::test]
+async fn a_segment_of_format_version_1_is_read_and_never_appended_to() {
+    let dir = raft_dir("version-1");
+    let (path, f) = RAFT.create(&dir.join("log"), 1, true).unwrap();
+    f.write_all_at(&1u32.to_be_bytes(), 4).unwrap();
+    let mut bytes = Vec::new();
+    for i in 1..=3 {
+        let e = Entry { log_id: id(1, i), payload: EntryPayload::Blank };
+        let mut rec = Vec::new();
+        segment::frame(&mut rec, |b| bincode::serialize_into(b, &e).unwrap());
+        rec.truncate(rec.len() - segment::END_MARK.len());
+        bytes.extend_from_slice(&rec);
+    }
+    f.write_all_at(&bytes, HEADER).unwrap();
+    drop(f);
+    let mut store = LogStore::open(&dir, false).expect("a version 1 segment reads");
+    assert_eq!(indexes(&mut store, 0).await, vec![1, 2, 3]);
+    assert_eq!(store.state.lock().write_seg, None, "the next append starts a new segment");
+    drop(store);
+
+    // A torn version 1 tail is cut as before.
+    let mut torn = std::fs::read(&path).unwrap();
+    let end = written_end(&torn);
+    torn[end - 5..end].fill(0);
+    std::fs::write(&path, &torn).unwrap();
+    let mut store = LogStore::open(&dir, false).expect("a torn version 1 tail is cut");
+    assert_eq!(indexes(&mut store, 0).await, vec![1, 2]);
+    drop(store);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

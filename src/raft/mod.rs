@@ -92,11 +92,13 @@ pub fn recover(cfg: &Config) -> Result<Recovered, crate::storage::StorageError> 
     let first_seq = first_seq(&dir, wall_ms()).map_err(|e| E::io(&dir.join("incarnation"), e))?;
     let log = match log_store::LogStore::open(&dir, cfg.force_sync) {
         Err(E::Corrupt { file, offset, reason }) if file.starts_with(dir.join("log")) => {
+            // The marker first: a crash between the two must not leave a clean, shorter log
+            // that votes (a crash after the marker cuts again at the next start).
+            let why = format!("its log was cut at a damaged record of {}", file.display());
+            amnesia::mark(&dir, &amnesia::Marker { reason: why, floor_term: vote_term()? })?;
             let did = log_repair::cut_at(&dir, &file, offset)?;
             tracing::warn!(file = %file.display(), offset, %reason, did = %did.join("; "),
                 "damaged raft log: cut at its first bad record; the leader sends this member what it lost");
-            let why = format!("its log was cut at a damaged record of {}", file.display());
-            amnesia::mark(&dir, &amnesia::Marker { reason: why, floor_term: vote_term()? })?;
             log_store::LogStore::open(&dir, cfg.force_sync)?
         }
         other => other?,
@@ -109,11 +111,11 @@ pub fn recover(cfg: &Config) -> Result<Recovered, crate::storage::StorageError> 
         log
     } else {
         drop(log);
+        let why = "its log did not reach back to the newest snapshot it could read".to_owned();
+        amnesia::mark(&dir, &amnesia::Marker { reason: why, floor_term: vote_term()? })?;
         let did = log_repair::set_aside_all(&dir, "unreachable")?;
         tracing::warn!(snapshot = ?applied, did = %did.join("; "),
             "the raft log does not reach back to the snapshot this member has: log set aside; the leader sends a snapshot");
-        let why = "its log did not reach back to the newest snapshot it could read".to_owned();
-        amnesia::mark(&dir, &amnesia::Marker { reason: why, floor_term: vote_term()? })?;
         log_store::LogStore::open(&dir, cfg.force_sync)?
     };
     if let Some(me) = cfg.ensemble.as_ref().map(|e| e.my_id) {

@@ -102,6 +102,35 @@ pub fn scan_rest(file: &File, from: u64, end: u64, prev: Zxid) -> std::io::Resul
     Ok(Rest { valid: None, written_end })
 }
 
+/// Whether the bad record at `off`, whose segment's written part ends at `written_end`, was
+/// written whole (`segment::complete`): only its last bytes are read.
+pub fn written_whole(file: &File, off: u64, written_end: u64, version: u32) -> std::io::Result<bool> {
+    let mark = super::segment::END_MARK.len() as u64;
+    if written_end < off + super::segment::PREFIX as u64 + mark {
+        return Ok(false);
+    }
+    // `complete` looks at the written part's length and its last bytes.
+    let mut tail = [0u8; super::segment::PREFIX + 4];
+    let at = written_end - tail.len() as u64;
+    file.read_exact_at(&mut tail, at)?;
+    Ok(super::segment::complete(&tail, version))
+}
+
+/// Whether the bytes after a zeroed record prefix at `off` (up to `written_end`) are a whole
+/// record's payload and end mark: a payload that decodes to the zxid after `prev`. Then the
+/// prefix of a complete record was zeroed (damage); anything else after a zero prefix is junk
+/// past the end of the data or a torn append.
+pub fn whole_record_without_prefix(file: &File, off: u64, written_end: u64, prev: Zxid) -> std::io::Result<bool> {
+    let (start, mark) = (off + super::segment::PREFIX as u64, super::segment::END_MARK.len() as u64);
+    if written_end < start + MIN_PAYLOAD + mark || written_end - start > SEGMENT_BYTES {
+        return Ok(false);
+    }
+    let mut bytes = vec![0u8; (written_end - start) as usize];
+    file.read_exact_at(&mut bytes, start)?;
+    let Some(payload) = bytes.strip_suffix(&super::segment::END_MARK) else { return Ok(false) };
+    Ok(super::record::decode(payload).is_ok_and(|t| Some(t.zxid) == prev.checked_add(1)))
+}
+
 /// `<log dir>/damaged`: where copies of damaged segments go.
 pub fn damaged_dir(segment: &Path) -> PathBuf {
     segment.parent().unwrap_or(Path::new(".")).join("damaged")

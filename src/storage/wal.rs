@@ -2,8 +2,8 @@
 //!
 //! ```text
 //! segment file  log.<zxid of its first record, 16 hex digits>
-//!   header      "ZKRW" (4 bytes) | format version u32 = 1
-//!   record*     length u32 | crc32 u32 (of payload) | payload (a Txn, see record.rs)
+//!   header      "ZKRW" (4 bytes) | format version u32 = 2
+//!   record*     length u32 | crc32 u32 (of payload) | payload (a Txn, see record.rs) | "ZKRE"
 //!   zeros       the preallocated rest; a length of 0 marks the end of the data
 //! ```
 //! That is the segment format of `segment.rs`, which the Raft log shares; a new segment starts
@@ -11,9 +11,11 @@
 //!
 //! Recovery reads every segment in zxid order. A bad record (a length that is too large or runs
 //! past the file, a checksum mismatch, a payload that does not decode, or a zero length with
-//! non-zero bytes after it) is a torn tail — a crash mid-append — only if nothing valid can
-//! follow it: it is in the last segment and no record that frames, checksums, decodes and
-//! carries a later zxid lies anywhere after it (see damage.rs). Then a copy of the segment's
+//! non-zero bytes after it) is a torn tail — a crash mid-append — only if it was not written
+//! whole (its written part does not end with the end mark, see segment.rs) and nothing valid
+//! can follow it: it is in the last segment and no record that frames, checksums, decodes and
+//! carries a later zxid lies anywhere after it (see damage.rs). A record written whole that
+//! fails its checksum was damaged after it was written, and may have been acknowledged. Then a copy of the segment's
 //! written part goes to `damaged/` and the tail is zeroed, with a warning naming the copy.
 //! Anything else is corruption: recovery stops with the file and offset and changes nothing,
 //! and `zkr repair-log` is the operator's way to cut the log there.
@@ -89,7 +91,7 @@ pub fn replay(dir: &Path, after: Zxid) -> Result<Replay, StorageError> {
         let mut r = std::io::BufReader::with_capacity(1 << 20, &file);
         let mut header = [0u8; HEADER as usize];
         let got = read_full(&mut r, &mut header).map_err(io)?;
-        if got < header.len() || &header[..4] != MAGIC {
+        let Some(version) = WAL.version(&header[..got]) else {
             if last && header[..got].iter().all(|b| *b == 0) && rest_is_zero(&mut r).map_err(io)? {
                 // Created but never written before a crash.
                 tracing::warn!(file = %path.display(), "empty log segment, rewriting its header");
@@ -97,8 +99,15 @@ pub fn replay(dir: &Path, after: Zxid) -> Result<Replay, StorageError> {
                 continue;
             }
             // The header is written and fsync'd before any record, so it cannot be torn.
-            return Err(damaged(path, 0, "bad segment header".into()));
-        }
+            let why = if &header[..4.min(got)] == MAGIC {
+                "a segment format version this build does not read"
+            } else {
+                "bad segment header"
+            };
+            return Err(damaged(path, 0, why.into()));
+        };
+        let mut mark = [0u8; segment::END_MARK.len()];
+        let mark = &mut mark[..segment::trailer(version) as usize];
         let mut off = HEADER;
         // The zxid of the record before the one at `off`; a segment is named for its first.
         let mut prev = first.saturating_sub(1);
@@ -112,7 +121,7 @@ pub fn replay(dir: &Path, after: Zxid) -> Result<Replay, StorageError> {
             }
             if prefix[..got].iter().all(|b| *b == 0) {
                 // A zero prefix marks the end of the data, if only zeros follow it.
-                if !check_end(&file, path, off, file_len, prev, last)? {
+                if !check_end(&file, path, off, file_len, prev, last, version)? {
                     return Ok(Replay { txns, tail: Some((path.clone(), off)) });
                 }
                 break;
@@ -137,20 +146,23 @@ pub fn replay(dir: &Path, after: Zxid) -> Result<Replay, StorageError> {
                 }
             };
             if let Some(reason) = bad {
-                check_torn(&file, path, off, file_len, prev, last, reason)?;
+                check_torn(&file, path, (off, file_len), prev, last, Some(version), reason)?;
                 return Ok(Replay { txns, tail: Some((path.clone(), off)) });
             }
+            // The end mark is not checked on a record whose checksum holds: its payload is intact.
+            read_full(&mut r, mark).map_err(io)?;
             // Records the snapshot already covers are checked but not decoded.
             let zxid = payload.get(..8).map(|b| i64::from_be_bytes(b.try_into().unwrap_or([0; 8])));
             if let Some(z) = zxid.filter(|z| *z <= after) {
                 prev = z;
-                off += 8 + len;
+                off += segment::record_bytes(len, version);
                 continue;
             }
             let txn = match super::record::decode(&payload) {
                 Ok(txn) => txn,
                 Err(e) => {
-                    check_torn(&file, path, off, file_len, prev, last, format!("record does not decode ({e:?})"))?;
+                    let why = format!("record does not decode ({e:?})");
+                    check_torn(&file, path, (off, file_len), prev, last, Some(version), why)?;
                     return Ok(Replay { txns, tail: Some((path.clone(), off)) });
                 }
             };
@@ -162,10 +174,13 @@ pub fn replay(dir: &Path, after: Zxid) -> Result<Replay, StorageError> {
             }
             prev = txn.zxid;
             txns.push(txn);
-            off += 8 + len;
+            off += segment::record_bytes(len, version);
         }
         if last {
-            tail = Some((path.clone(), off));
+            // Appends never go into a segment of an older format: a new segment starts (an old
+            // one without records is rewritten).
+            let appendable = version == segment::VERSION || off == HEADER;
+            tail = appendable.then(|| (path.clone(), if version == segment::VERSION { off } else { 0 }));
         }
     }
     Ok(Replay { txns, tail })
@@ -174,25 +189,42 @@ pub fn replay(dir: &Path, after: Zxid) -> Result<Replay, StorageError> {
 /// At a zero prefix at `off`: true if only zeros follow (the end of the data). Non-zero bytes
 /// after it are handled as a bad record at `off` (`check_torn`): false once they are cut off
 /// as a torn tail.
-fn check_end(file: &File, path: &Path, off: u64, file_len: u64, prev: Zxid, last: bool) -> Result<bool, StorageError> {
-    let rest = damage::scan_rest(file, off, file_len, prev).map_err(|e| StorageError::io(path, e))?;
-    if rest.valid.is_none() && rest.written_end <= off {
-        return Ok(true);
-    }
-    check_torn(file, path, off, file_len, prev, last, "a zero length, with non-zero bytes after it".into())?;
-    Ok(false)
-}
-
-/// A bad record at `off`: if nothing valid can follow it, it is a torn tail and is cut off,
-/// after a copy of the segment's written part is kept; otherwise it is corruption, and the
-/// error says what follows.
-fn check_torn(
+fn check_end(
     file: &File,
     path: &Path,
     off: u64,
     file_len: u64,
     prev: Zxid,
     last: bool,
+    version: u32,
+) -> Result<bool, StorageError> {
+    let rest = damage::scan_rest(file, off, file_len, prev).map_err(|e| StorageError::io(path, e))?;
+    if rest.valid.is_none() && rest.written_end <= off {
+        return Ok(true);
+    }
+    let whole = version >= segment::VERSION
+        && damage::whole_record_without_prefix(file, off, rest.written_end, prev)
+            .map_err(|e| StorageError::io(path, e))?;
+    let why = if whole {
+        "a zero length and checksum before a whole record's payload and end mark".to_owned()
+    } else {
+        "a zero length, with non-zero bytes after it".to_owned()
+    };
+    check_torn(file, path, (off, file_len), prev, last, Some(version).filter(|_| whole), why)?;
+    Ok(false)
+}
+
+/// A bad record at `off` of a segment of `file_len` bytes: if it was not written whole and
+/// nothing valid can follow it, it is a torn tail and is cut off, after a copy of the segment's
+/// written part is kept; otherwise it is corruption, and the error says why. `version` is the
+/// segment's format, to tell whether the record was written whole (`None`: it was not).
+fn check_torn(
+    file: &File,
+    path: &Path,
+    (off, file_len): (u64, u64),
+    prev: Zxid,
+    last: bool,
+    version: Option<u32>,
     reason: String,
 ) -> Result<(), StorageError> {
     if !last {
@@ -204,6 +236,17 @@ fn check_torn(
             path,
             off,
             format!("{reason}; a valid record (zxid 0x{zxid:x}) follows at offset {at}, so it is not a torn tail"),
+        ));
+    }
+    let whole = match version {
+        Some(v) => damage::written_whole(file, off, rest.written_end, v).map_err(|e| StorageError::io(path, e))?,
+        None => false,
+    };
+    if whole {
+        return Err(damaged(
+            path,
+            off,
+            format!("{reason}; the record was written whole (it ends with its end mark), so it was damaged after it was written and is not a torn tail"),
         ));
     }
     let copy = damage::keep_copy(path, rest.written_end, "torn")?;
@@ -290,7 +333,7 @@ impl Wal {
         })
     }
 
-    /// Appends encoded records (`len | crc | payload` each, see `frame`), rolling to a new
+    /// Appends encoded records (`len | crc | payload | end mark` each, see `frame`), rolling to a new
     /// segment first if they would not fit. `first_zxid` names a new segment.
     pub fn append(&mut self, records: &[u8], first_zxid: Zxid) -> Result<(), StorageError> {
         if self.fail_after.is_some_and(|limit| self.appended + records.len() as u64 > limit) {
@@ -385,6 +428,11 @@ mod tests {
             f.write_all(&torn).unwrap();
             let before = std::fs::read(&path).unwrap();
             let r = replay(&d, 0).unwrap_or_else(|e| panic!("cut at {cut}: {e}"));
+            if cut >= end - segment::END_MARK.len() {
+                // The payload reached the disk whole, only (part of) its end mark did not: kept.
+                assert_eq!((r.txns.len(), r.tail.unwrap().1 as usize), (4, end), "cut at {cut}");
+                continue;
+            }
             assert_eq!(r.txns.len(), 3, "cut at {cut}");
             assert_eq!(r.tail.unwrap().1 as usize, start, "appends resume where the torn record began");
             // The segment as it was found is kept before the torn bytes are zeroed.
@@ -402,9 +450,9 @@ mod tests {
         let d = dir("torn");
         let path = write(&d, 1..=3);
         let mut bytes = std::fs::read(&path).unwrap();
-        // Tear the last record: zero its final payload bytes.
+        // Tear the last record: zero its final payload bytes and its end mark.
         let good = replay(&d, 0).unwrap().tail.unwrap().1 as usize;
-        bytes[good - 3..good].copy_from_slice(&[0, 0, 0]);
+        bytes[good - 7..good].fill(0);
         std::fs::write(&path, &bytes).unwrap();
         let r = replay(&d, 0).unwrap();
         assert_eq!(r.txns.len(), 2, "torn third record dropped");
@@ -431,7 +479,7 @@ mod tests {
                 return out;
             }
             out.push(off);
-            off += 8 + len;
+            off += segment::record_bytes(len as u64, VERSION) as usize;
         }
     }
 
@@ -493,8 +541,10 @@ mod tests {
         }
     }
 
+    /// Issue 38, item 1: the same damage to the last record, which was written whole (it ends
+    /// with its end mark), is damage too, never a torn tail: it may have been acknowledged.
     #[test]
-    fn the_same_damage_to_the_last_record_is_a_torn_tail() {
+    fn the_same_damage_to_a_complete_last_record_is_corruption_and_changes_nothing() {
         for (n, (shape, damage)) in shapes().into_iter().enumerate() {
             let d = dir(&format!("last-{n}"));
             let path = write(&d, 1..=200);
@@ -502,16 +552,61 @@ mod tests {
             let mut bytes = std::fs::read(&path).unwrap();
             damage(&mut bytes, at);
             std::fs::write(&path, &bytes).unwrap();
-            let r = replay(&d, 0).unwrap_or_else(|e| panic!("{shape}: {e}"));
-            assert_eq!(r.txns.len(), 199, "{shape}");
-            assert_eq!(r.tail.unwrap(), (path.clone(), at as u64), "{shape}");
-            let written = bytes.iter().rposition(|b| *b != 0).unwrap() + 1;
-            let kept = copies(&d);
-            assert_eq!(kept.len(), 1, "{shape}");
-            assert!(std::fs::read(&kept[0]).unwrap() == bytes[..written], "{shape}: the copy is the segment as found");
-            assert!(std::fs::read(&path).unwrap()[at..].iter().all(|b| *b == 0), "{shape}: the tail is zeroed");
-            assert_eq!(replay(&d, 0).unwrap().txns.len(), 199, "{shape}: and stays cut");
+            match replay(&d, 0) {
+                Err(StorageError::CorruptLog { file, offset, reason }) => {
+                    assert_eq!((file, offset), (path.clone(), at as u64), "{shape}: {reason}");
+                    assert!(reason.contains("written whole"), "{shape}: {reason}");
+                }
+                other => panic!("{shape}: expected corruption, got {:?}", other.map(|r| r.txns.len())),
+            }
+            assert!(std::fs::read(&path).unwrap() == bytes, "{shape}: the segment was changed");
+            assert!(copies(&d).is_empty(), "{shape}");
         }
+    }
+
+    /// A torn last record (its later bytes zeros, as a crash leaves a preallocated segment) in
+    /// the shapes above that keep its start: cut, with a copy kept.
+    #[test]
+    fn a_torn_last_record_is_cut_with_a_copy() {
+        let d = dir("last-torn");
+        let path = write(&d, 1..=200);
+        let at = offsets(&path)[199];
+        let mut bytes = std::fs::read(&path).unwrap();
+        let end = bytes.iter().rposition(|b| *b != 0).unwrap() + 1;
+        bytes[at + 20..end].fill(0);
+        std::fs::write(&path, &bytes).unwrap();
+        let r = replay(&d, 0).unwrap();
+        assert_eq!((r.txns.len(), r.tail.unwrap()), (199, (path.clone(), at as u64)));
+        let written = bytes.iter().rposition(|b| *b != 0).unwrap() + 1;
+        let kept = copies(&d);
+        assert_eq!(kept.len(), 1);
+        assert!(std::fs::read(&kept[0]).unwrap() == bytes[..written], "the copy is the segment as found");
+        assert!(std::fs::read(&path).unwrap()[at..].iter().all(|b| *b == 0), "the tail is zeroed");
+    }
+
+    /// A segment written before the end mark (format version 1) is read, and the log goes on in
+    /// a new segment.
+    #[test]
+    fn a_version_1_segment_is_read_and_appends_start_a_new_segment() {
+        let d = dir("version-1");
+        let (path, mut f) = WAL.create(&d, 1, false).unwrap();
+        f.seek(SeekFrom::Start(4)).unwrap();
+        f.write_all(&1u32.to_be_bytes()).unwrap();
+        for z in 1..=3 {
+            let mut rec = Vec::new();
+            frame(&txn(z), &mut rec);
+            rec.truncate(rec.len() - segment::END_MARK.len());
+            f.write_all(&rec).unwrap();
+        }
+        drop(f);
+        let r = replay(&d, 0).unwrap();
+        assert_eq!((r.txns.len(), r.tail.is_none()), (3, true));
+        let mut w = Wal::open(&d, r.tail, 4, true).unwrap();
+        let mut buf = Vec::new();
+        frame(&txn(4), &mut buf);
+        w.append(&buf, 4).unwrap();
+        assert_ne!(w.path, path, "a new segment");
+        assert_eq!(replay(&d, 0).unwrap().txns.iter().map(|t| t.zxid).collect::<Vec<_>>(), vec![1, 2, 3, 4]);
     }
 
     #[test]

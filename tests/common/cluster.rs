@@ -180,6 +180,8 @@ pub async fn converged(cl: &Cluster) -> String {
 /// payload records, then zeros).
 pub fn segment_records(path: &std::path::Path) -> Vec<(u64, u64)> {
     let b = std::fs::read(path).unwrap();
+    // Format version 2 records end with a 4-byte end mark (`storage::segment`).
+    let trailer = if b[4..8] == [0, 0, 0, 1] { 0 } else { 4 };
     let mut out = Vec::new();
     let mut off = 8usize;
     while off + 8 <= b.len() {
@@ -187,8 +189,8 @@ pub fn segment_records(path: &std::path::Path) -> Vec<(u64, u64)> {
         if len == 0 {
             break;
         }
-        out.push((off as u64, 8 + len as u64));
-        off += 8 + len;
+        out.push((off as u64, (8 + len + trailer) as u64));
+        off += 8 + len + trailer;
     }
     out
 }

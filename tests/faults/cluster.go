@@ -444,7 +444,7 @@ func sortedNumbered(dir, prefix string) []string {
 
 // logRecords returns the offsets of a log file's records and the end of its data.
 //
-//	zkr:       "ZKRL" | version u32, then length u32 | crc32 u32 | payload, zeros after
+//	zkr:       "ZKRL" | version u32, then length u32 | crc32 u32 | payload [| "ZKRE" from version 2], zeros after
 //	ZooKeeper: "ZKLG" | version u32 | dbid u64, then crc u64 | length u32 | txn | 'B', zeros after
 func logRecords(kind, path string) ([]int64, int64) {
 	b, err := os.ReadFile(path)
@@ -457,6 +457,9 @@ func logRecords(kind, path string) ([]int64, int64) {
 	var recs []int64
 	off := 8
 	lenAt, hdr, trailer := 0, 8, 0
+	if kind == "zkr" && len(b) >= 8 && be32(4) >= 2 {
+		trailer = 4
+	}
 	if kind != "zkr" {
 		off, lenAt, hdr, trailer = 16, 8, 12, 1
 	}

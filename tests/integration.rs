@@ -32,3 +32,4 @@ mod zab_quorum_sasl;
 mod zab_quorum_tls;
 mod zab_takeover;
 mod zab_takeover_auth;
+mod zab_takeover_partition;

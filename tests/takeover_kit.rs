@@ -282,6 +282,11 @@ impl Secured {
         Secured { lines, jaas: Some(jaas), dir: Some(dir), ca: Some(ca) }
     }
 
+    /// No security, only these zoo.cfg lines for the observers.
+    pub(crate) fn with_lines(lines: &str) -> Secured {
+        Secured { lines: lines.to_owned(), jaas: None, dir: None, ca: None }
+    }
+
     /// Another key store the members' CA signs, for `CN=<name>`.
     pub(crate) fn key_store(&self, name: &str) -> PathBuf {
         self.ca.as_ref().expect("a secured ensemble").key_store(name, crate::zab_quorum_tls::NAMES)

@@ -10,8 +10,8 @@
 //! which only makes them start faster.
 
 use crate::takeover_kit::{
-    admin, error_of, log_proof, mode, start_observers, super_auth, super_header, takeover, ObserverPlan, Secure,
-    Secured,
+    admin, error_of, log_proof, mode, start_observers, super_auth, super_header, takeover, Observer, ObserverPlan,
+    Secure, Secured,
 };
 use crate::zab_observer::{create, served_tree_at, until_async, zookeeper_39_classpath, Ensemble, Launch, Session};
 use std::path::{Path, PathBuf};
@@ -87,24 +87,7 @@ async fn take_over(launch: Launch, silent_first: bool, secure: Secure) {
     let zk_zxid = c.last_zxid.max(s.last_zxid);
     let before = served_tree_at(&format!("127.0.0.1:{}", zk.client[leader])).await;
 
-    // Refused while ZooKeeper runs, naming a participant; nothing changes.
-    let out = takeover(&o9.dir.join("zoo.cfg"), jaas, &zk_data, Some(&auth));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "refused while ZooKeeper runs: {err}");
-    assert!(err.contains("ZooKeeper participants still answer: server."), "{err}");
-    assert_eq!(mode(&o9.addr()).await.as_deref(), Some("observer"));
-    // An observer asked directly (authenticated, with what ZooKeeper's logs hold) refuses too
-    // while it follows ZooKeeper's leader.
-    let admin9 = o9.admin_addr();
-    let path = "/zkr/takeover?seed=9&members=9,10,11&check=1";
-    let proof = log_proof(&zk_data);
-    let answer = client_of(o9.config(), jaas, None, &header).request(&admin9, "POST", path, Some(&proof)).await;
-    let (code, why) = error_of(&answer.expect("the AdminServer answers"));
-    assert_eq!(code, 409, "{why}");
-    assert!(why.contains("still follows ZooKeeper's leader") && why.contains("participants still answer"), "{why}");
-    if secure == Secure::TlsAndSasl {
-        https_only_for_trusted_certificates(&secured, o9.config(), jaas, &admin9, &proof).await;
-    }
+    refused_while_zookeeper_runs(o9, &secured, &zk_data, &auth, &header).await;
 
     // Every ZooKeeper participant stops; the takeover runs at once, and the zkr session's
     // client writes until the new ensemble acknowledges.
@@ -151,9 +134,53 @@ async fn take_over(launch: Launch, silent_first: bool, secure: Secure) {
     assert!(pause < Duration::from_secs(15), "the write pause was {pause:?}");
     assert!(zxid >> 32 > zk_zxid >> 32, "zxids continue above ZooKeeper's epoch: 0x{zxid:x} after 0x{zk_zxid:x}");
 
-    // One leader, two followers; the same tree as ZooKeeper's plus the new node, on each.
+    one_ensemble_serving_zookeepers_tree(&obs, before).await;
+    // ZooKeeper's session re-attaches on zkr with ZooKeeper's password and writes; its
+    // ephemeral and zkr's session's are still there.
+    c.reattach_at(&o10.addr(), 30_000).await.expect("ZooKeeper's session re-attaches on the zkr ensemble");
+    c.write(OpCode::SetData, RequestBody::SetData { path: "/dubbo".into(), data: Some("zkr".into()), version: -1 })
+        .await;
+    let tree = served_tree_at(&o9.addr()).await;
+    for p in ["/dubbo/zk-provider", "/dubbo/zkr-provider"] {
+        let n = tree.iter().find(|n| n.0 == p).unwrap_or_else(|| panic!("{p} kept"));
+        assert_ne!(n.2.ephemeral_owner, 0, "{p} is still an ephemeral");
+    }
+    equal_digests(&obs).await;
+    converted(o9, o10, &ips[1], secure);
+    // Asked again, the tool refuses: these are no observers any more.
+    let out = takeover(&o9.dir.join("zoo.cfg.observer"), jaas, &zk_data, Some(&auth));
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// Before ZooKeeper stops: the tool refuses, naming a participant, and an observer asked
+/// directly (authenticated, with what ZooKeeper's logs hold) refuses too while it follows
+/// ZooKeeper's leader; nothing changes.
+async fn refused_while_zookeeper_runs(o9: &Observer, secured: &Secured, zk_data: &[PathBuf], auth: &str, header: &str) {
+    let jaas = secured.jaas.as_deref();
+    let out = takeover(&o9.dir.join("zoo.cfg"), jaas, zk_data, Some(auth));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "refused while ZooKeeper runs: {err}");
+    assert!(err.contains("ZooKeeper participants still answer: server."), "{err}");
+    assert_eq!(mode(&o9.addr()).await.as_deref(), Some("observer"));
+    let admin9 = o9.admin_addr();
+    let path = "/zkr/takeover?seed=9&members=9,10,11&check=1";
+    let proof = log_proof(zk_data);
+    let answer = client_of(o9.config(), jaas, None, header).request(&admin9, "POST", path, Some(&proof)).await;
+    let (code, why) = error_of(&answer.expect("the AdminServer answers"));
+    assert_eq!(code, 409, "{why}");
+    assert!(why.contains("still follows ZooKeeper's leader") && why.contains("participants still answer"), "{why}");
+    if secured.dir.is_some() {
+        https_only_for_trusted_certificates(secured, o9.config(), jaas, &admin9, &proof).await;
+    }
+}
+
+/// One leader, two followers; the same tree as ZooKeeper's (`before`) plus the new node, on each.
+async fn one_ensemble_serving_zookeepers_tree(
+    obs: &[Observer],
+    before: Vec<(String, Option<bytes::Bytes>, zkr::proto::Stat)>,
+) {
     let mut modes = Vec::new();
-    for o in &obs {
+    for o in obs {
         let a = o.addr();
         until_async("every member serves", 30, || {
             let a = a.clone();
@@ -170,25 +197,18 @@ async fn take_over(launch: Launch, silent_first: bool, secure: Secure) {
     };
     let root_cversion = before[0].2.cversion;
     let before = without_root(before);
-    for o in &obs {
+    for o in obs {
         let after = served_tree_at(&o.addr()).await;
         assert_eq!(after[0].2.cversion, root_cversion + 1, "server.{}: / got one child", o.id);
         assert_eq!(without_root(after), before, "server.{} serves ZooKeeper's tree, every Stat", o.id);
     }
-    // ZooKeeper's session re-attaches on zkr with ZooKeeper's password and writes; its
-    // ephemeral and zkr's session's are still there.
-    c.reattach_at(&o10.addr(), 30_000).await.expect("ZooKeeper's session re-attaches on the zkr ensemble");
-    c.write(OpCode::SetData, RequestBody::SetData { path: "/dubbo".into(), data: Some("zkr".into()), version: -1 })
-        .await;
-    let tree = served_tree_at(&o9.addr()).await;
-    for p in ["/dubbo/zk-provider", "/dubbo/zkr-provider"] {
-        let n = tree.iter().find(|n| n.0 == p).unwrap_or_else(|| panic!("{p} kept"));
-        assert_ne!(n.2.ephemeral_owner, 0, "{p} is still an ephemeral");
-    }
-    // Every member applied the same: equal digests at the same zxid.
+}
+
+/// Every member applied the same: equal digests at the same zxid.
+async fn equal_digests(obs: &[Observer]) {
     let digests = || async {
         let mut out = Vec::new();
-        for o in &obs {
+        for o in obs {
             let mntr = four_letter_at(&o.addr(), "mntr").await;
             let get = |k: &str| mntr.lines().find_map(|l| l.strip_prefix(k).map(|v| v.trim().to_owned()));
             out.push((get("zk_digest_zxid\t"), get("zk_digest\t")));
@@ -202,24 +222,25 @@ async fn take_over(launch: Launch, silent_first: bool, secure: Secure) {
         tokio::time::sleep(Duration::from_millis(100)).await;
         d = digests().await;
     }
-    // zoo.cfg now names the zkr ensemble; the observer's is kept beside it.
+}
+
+/// zoo.cfg now names the zkr ensemble (with the security `secure` asked for); the observer's
+/// is kept beside it; the members set what they observed aside, the seed's snapshot became the
+/// ensemble's.
+fn converted(o9: &Observer, o10: &Observer, ip10: &str, secure: Secure) {
     let cfg = std::fs::read_to_string(o9.dir.join("zoo.cfg")).unwrap();
     assert!(!cfg.contains("zkr.ensembleProtocol") && !cfg.contains("server.1="), "{cfg}");
-    assert!(cfg.contains(&format!("server.10={}:", ips[1])) && cfg.contains(":participant;"), "{cfg}");
+    assert!(cfg.contains(&format!("server.10={ip10}:")) && cfg.contains(":participant;"), "{cfg}");
     assert!(o9.dir.join("zoo.cfg.observer").exists());
     // Quorum SASL and TLS stay required: the members that formed this ensemble logged in to
     // each other over TLS.
     let secured_cfg = cfg.contains("quorum.auth.serverRequireSasl=true") && cfg.contains("sslQuorum=true");
     assert_eq!(secure == Secure::TlsAndSasl, secured_cfg, "{cfg}");
-    // The members set what they observed aside; the seed's snapshot became the ensemble's.
     let aside = std::fs::read_dir(&o10.dir)
         .unwrap()
         .flatten()
         .any(|e| e.file_name().to_string_lossy().starts_with("observed-"));
     assert!(aside, "server.10 kept its observed state aside");
-    // Asked again, the tool refuses: these are no observers any more.
-    let out = takeover(&o9.dir.join("zoo.cfg.observer"), jaas, &zk_data, Some(&auth));
-    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
 /// The schedule that loses an acknowledged write if nobody looks at ZooKeeper's logs: the

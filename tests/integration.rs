@@ -8,6 +8,7 @@
 mod common;
 mod durable;
 
+mod admin_https;
 mod client;
 mod dubbo;
 mod durability;
@@ -27,7 +28,10 @@ mod log_damage;
 mod ops;
 mod pipelined;
 mod raw;
+mod takeover_kit;
 mod zab_observer;
 mod zab_quorum_sasl;
 mod zab_quorum_tls;
 mod zab_takeover;
+mod zab_takeover_auth;
+mod zab_takeover_partition;

@@ -113,6 +113,18 @@ impl Ensemble {
 
     /// The same, with `extra` zoo.cfg lines and JVM system properties (`-Dk=v`).
     pub(crate) fn start_configured(launch: &Launch, observer_lines: &str, extra: &str, props: &[String]) -> Ensemble {
+        Ensemble::start_on("127.0.0.1", launch, observer_lines, extra, props)
+    }
+
+    /// The same, with the members' quorum and election ports on `peer_host` (an address of
+    /// this machine: the end of a network namespace's link), their client ports on 127.0.0.1.
+    pub(crate) fn start_on(
+        peer_host: &str,
+        launch: &Launch,
+        observer_lines: &str,
+        extra: &str,
+        props: &[String],
+    ) -> Ensemble {
         if let Launch::Debian = launch {
             assert!(Path::new(ZKSERVER).exists(), "{ZKSERVER} is missing: apt-get install zookeeper zookeeper-bin");
         }
@@ -122,7 +134,7 @@ impl Ensemble {
         let election = [free_port(), free_port(), free_port()];
         let mut servers = String::new();
         for i in 0..3 {
-            servers += &format!("server.{}=127.0.0.1:{}:{};127.0.0.1:{}\n", i + 1, quorum[i], election[i], client[i]);
+            servers += &format!("server.{}={peer_host}:{}:{};127.0.0.1:{}\n", i + 1, quorum[i], election[i], client[i]);
         }
         servers += observer_lines;
         let mut children = Vec::new();
@@ -141,6 +153,11 @@ impl Ensemble {
         }
         let (launch, props) = (launch.clone(), props.to_vec());
         Ensemble { dir, launch, props, client, quorum, election, observer_election: String::new(), servers, children }
+    }
+
+    /// Every member's quorum and election port.
+    pub(crate) fn peer_ports(&self) -> Vec<u16> {
+        self.quorum.iter().chain(self.election.iter()).copied().collect()
     }
 
     /// Member `i`'s data directory (its dataDir, with myid and version-2).

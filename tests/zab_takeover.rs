@@ -9,139 +9,18 @@
 //! tickTime 2000, which sets zkr's election timeouts; the ZooKeeper participants at 500 ms,
 //! which only makes them start faster.
 
-use crate::zab_observer::{
-    create, free_port, served_tree_at, until_async, zookeeper_39_classpath, Ensemble, Launch, Session,
+use crate::takeover_kit::{
+    admin, error_of, log_proof, mode, start_observers, super_auth, super_header, takeover, Observer, ObserverPlan,
+    Secure, Secured,
 };
+use crate::zab_observer::{create, served_tree_at, until_async, zookeeper_39_classpath, Ensemble, Launch, Session};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use zkr::proto::{OpCode, RequestBody};
-use zkr::takeover::http::request;
-
-/// The observers' tickTime, ZooKeeper's default.
-const TICK_MS: u64 = 2000;
-const ZKR: &str = env!("CARGO_BIN_EXE_zkr");
-
-/// One zkr observer process.
-struct Observer {
-    id: u64,
-    ip: String,
-    client: u16,
-    dir: PathBuf,
-    child: Child,
-}
-
-impl Observer {
-    fn addr(&self) -> String {
-        format!("{}:{}", self.ip, self.client)
-    }
-
-    /// `secure`: zoo.cfg's quorum SASL and TLS lines, and the JAAS file (`--jaas-config`).
-    fn start(id: u64, ip: &str, client: u16, admin: u16, servers: &str, secure: &Secured) -> Observer {
-        let dir = crate::common::temp_dir();
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("myid"), format!("{id}\n")).unwrap();
-        let text = format!(
-            "tickTime={TICK_MS}\ninitLimit=10\nsyncLimit=5\ndataDir={}\nclientPort={client}\nclientPortAddress={ip}\n\
-             admin.serverAddress={ip}\nadmin.serverPort={admin}\n4lw.commands.whitelist=*\n\
-             peerType=observer\nzkr.ensembleProtocol=zab\n{servers}{}",
-            dir.display(),
-            secure.lines
-        );
-        std::fs::write(dir.join("zoo.cfg"), text).unwrap();
-        let out = std::fs::File::create(dir.join("zkr.out")).unwrap();
-        let mut cmd = Command::new(ZKR);
-        cmd.arg("serve").arg("--config").arg(dir.join("zoo.cfg"));
-        if let Some(jaas) = &secure.jaas {
-            cmd.arg("--jaas-config").arg(jaas);
-        }
-        let child = cmd
-            .env("RUST_LOG", "info")
-            .stdout(out.try_clone().unwrap())
-            .stderr(out)
-            .stdin(Stdio::null())
-            .spawn()
-            .expect("start zkr");
-        Observer { id, ip: ip.to_owned(), client, dir, child }
-    }
-
-    fn log_tail(&self) -> String {
-        let log = std::fs::read_to_string(self.dir.join("zkr.out")).unwrap_or_default();
-        let lines: Vec<&str> = log.lines().collect();
-        lines[lines.len().saturating_sub(40)..].join("\n")
-    }
-}
-
-impl Drop for Observer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        } else {
-            eprintln!("--- zkr server.{} ({}) ---\n{}", self.id, self.dir.display(), self.log_tail());
-        }
-    }
-}
-
-/// Three observers' addresses (127.0.0.9-11, ids 9-11, one AdminServer port) and their
-/// `server.N` lines.
-struct ObserverPlan {
-    ips: [&'static str; 3],
-    clients: [u16; 3],
-    admin: u16,
-    lines: String,
-}
-
-impl ObserverPlan {
-    fn new() -> ObserverPlan {
-        let ips = ["127.0.0.9", "127.0.0.10", "127.0.0.11"];
-        let clients = [free_port(), free_port(), free_port()];
-        let mut lines = String::new();
-        for (i, ip) in ips.iter().enumerate() {
-            lines += &format!("server.{}={ip}:{}:{}:observer;{ip}:{}\n", 9 + i, free_port(), free_port(), clients[i]);
-        }
-        ObserverPlan { ips, clients, admin: free_port(), lines }
-    }
-}
-
-/// The three observers started, once each says it observes.
-async fn start_observers(plan: &ObserverPlan, servers: &str, secured: &Secured) -> Vec<Observer> {
-    let obs: Vec<Observer> = (0..3)
-        .map(|i| Observer::start(9 + i as u64, plan.ips[i], plan.clients[i], plan.admin, servers, secured))
-        .collect();
-    for o in &obs {
-        let a = o.addr();
-        until_async("the zkr observer synced", 60, || {
-            let a = a.clone();
-            async move { mode(&a).await.as_deref() == Some("observer") }
-        })
-        .await;
-    }
-    obs
-}
-
-async fn mode(addr: &str) -> Option<String> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = tokio::net::TcpStream::connect(addr).await.ok()?;
-    s.write_all(b"srvr").await.ok()?;
-    let mut out = String::new();
-    tokio::time::timeout(Duration::from_secs(2), s.read_to_string(&mut out)).await.ok()?.ok()?;
-    out.lines().find_map(|l| l.strip_prefix("Mode: ").map(str::to_owned))
-}
-
-/// `zkr takeover`, given the ZooKeeper participants' data directories (`zk_data`).
-fn takeover(config: &Path, jaas: Option<&Path>, zk_data: &[PathBuf]) -> std::process::Output {
-    let mut cmd = Command::new(ZKR);
-    cmd.arg("takeover").arg("--config").arg(config);
-    if let Some(j) = jaas {
-        cmd.arg("--jaas-config").arg(j);
-    }
-    for d in zk_data {
-        cmd.arg("--zookeeper-data").arg(d);
-    }
-    cmd.output().expect("zkr takeover runs")
-}
+use zkr::security::quorum_tls::QuorumTls;
+use zkr::takeover::http::AdminClient;
 
 /// A create through `s`, re-attached at `addr`; `None` if the member does not answer yet.
 async fn try_create_at(s: &mut Session, addr: &str, path: &str) -> Option<(i32, i64)> {
@@ -174,54 +53,19 @@ async fn zkr_takeover_of_a_zookeeper_38_ensemble_that_requires_quorum_tls_and_sa
     take_over(crate::zab_quorum_tls::debian_with_netty(), false, Secure::TlsAndSasl).await;
 }
 
-/// What the ensemble requires of its members.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Secure {
-    None,
-    TlsAndSasl,
-}
-
-/// zoo.cfg lines and the JAAS file that secure an ensemble, ZooKeeper's and zkr's alike.
-struct Secured {
-    lines: String,
-    jaas: Option<PathBuf>,
-    dir: Option<PathBuf>,
-}
-
-impl Secured {
-    fn new(secure: Secure) -> Secured {
-        if secure == Secure::None {
-            return Secured { lines: String::new(), jaas: None, dir: None };
-        }
-        let dir = crate::common::temp_dir();
-        let ca = crate::common::certs::Ca::new(&dir, "ca");
-        let store = ca.key_store("member", crate::zab_quorum_tls::NAMES);
-        let tls = crate::zab_quorum_tls::tls_lines(&store, &ca.trust_store("ca"));
-        let jaas = crate::zab_quorum_sasl::jaas(&dir, "s3cret");
-        Secured { lines: format!("{}{tls}", crate::zab_quorum_sasl::SASL), jaas: Some(jaas), dir: Some(dir) }
-    }
-
-    /// The JVM's properties for ZooKeeper's members.
-    fn props(&self) -> Vec<String> {
-        self.jaas.iter().map(|j| format!("-Djava.security.auth.login.config={}", j.display())).collect()
-    }
-}
-
-impl Drop for Secured {
-    fn drop(&mut self) {
-        if let Some(d) = &self.dir {
-            let _ = std::fs::remove_dir_all(d);
-        }
-    }
-}
-
 /// Three zkr observers of a three-participant ZooKeeper ensemble, then the takeover. With
 /// `silent_first`, a first attempt finds one observer silent (SIGSTOPped) and is refused: that
 /// observer may hold txns the others lack. `secure`: what ZooKeeper's members require.
 async fn take_over(launch: Launch, silent_first: bool, secure: Secure) {
     let plan = ObserverPlan::new();
-    let (ips, lines) = (plan.ips, plan.lines.clone());
+    let (ips, lines) = (plan.ips.clone(), plan.lines.clone());
     let secured = Secured::new(secure);
+    // The takeover authenticates: the x509 super user's certificate over HTTPS, or the super
+    // user's digest.
+    let (auth, header) = match secure {
+        Secure::TlsAndSasl => ("x509".to_owned(), "x509".to_owned()),
+        Secure::None => (super_auth(), super_header()),
+    };
     let mut zk = Ensemble::start_configured(&launch, &lines, &secured.lines, &secured.props());
     let jaas = secured.jaas.as_deref();
     let zk_data: Vec<PathBuf> = (0..3).map(|i| zk.data_dir(i)).collect();
@@ -230,7 +74,7 @@ async fn take_over(launch: Launch, silent_first: bool, secure: Secure) {
     c.write(OpCode::Create, RequestBody::Create(create("/dubbo", b"", 0))).await;
     c.write(OpCode::Create, RequestBody::Create(create("/dubbo/zk-provider", b"zk", 1))).await;
 
-    let obs = start_observers(&plan, &zk.servers, &secured).await;
+    let obs = start_observers(&plan, &zk.servers, &secured.for_observers()).await;
     let (o9, o10) = (&obs[0], &obs[1]);
     // A session on zkr with an ephemeral, and writes through both observers.
     let mut s = Session::open_at(&o9.addr(), 20_000).await;
@@ -243,18 +87,7 @@ async fn take_over(launch: Launch, silent_first: bool, secure: Secure) {
     let zk_zxid = c.last_zxid.max(s.last_zxid);
     let before = served_tree_at(&format!("127.0.0.1:{}", zk.client[leader])).await;
 
-    // Refused while ZooKeeper runs, naming a participant; nothing changes.
-    let out = takeover(&o9.dir.join("zoo.cfg"), jaas, &zk_data);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "refused while ZooKeeper runs: {err}");
-    assert!(err.contains("ZooKeeper participants still answer: server."), "{err}");
-    assert_eq!(mode(&o9.addr()).await.as_deref(), Some("observer"));
-    // An observer asked directly refuses too while it follows ZooKeeper's leader.
-    let admin9 = format!("{}:{}", ips[0], plan.admin);
-    let post = move || request(&admin9, "POST", "/zkr/takeover?seed=9&members=9,10,11", Duration::from_secs(5));
-    let (code, body) = tokio::task::spawn_blocking(post.clone()).await.unwrap().expect("the AdminServer answers");
-    assert_eq!(code, 409, "{body}");
-    assert!(body.contains("still follows ZooKeeper's leader"), "{body}");
+    refused_while_zookeeper_runs(o9, &secured, &zk_data, &auth, &header).await;
 
     // Every ZooKeeper participant stops; the takeover runs at once, and the zkr session's
     // client writes until the new ensemble acknowledges.
@@ -266,7 +99,7 @@ async fn take_over(launch: Launch, silent_first: bool, secure: Secure) {
     if silent_first {
         let pid = obs[2].child.id().to_string();
         assert!(Command::new("kill").args(["-STOP", &pid]).status().unwrap().success());
-        let out = takeover(&o9.dir.join("zoo.cfg"), jaas, &zk_data);
+        let out = takeover(&o9.dir.join("zoo.cfg"), jaas, &zk_data, Some(&auth));
         assert!(Command::new("kill").args(["-CONT", &pid]).status().unwrap().success());
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "refused while server.11 is silent: {err}");
@@ -276,7 +109,8 @@ async fn take_over(launch: Launch, silent_first: bool, secure: Secure) {
     let config = o9.dir.join("zoo.cfg");
     let jaas_file = jaas.map(Path::to_path_buf);
     let data = zk_data.clone();
-    let tool = tokio::task::spawn_blocking(move || takeover(&config, jaas_file.as_deref(), &data));
+    let tool_auth = auth.clone();
+    let tool = tokio::task::spawn_blocking(move || takeover(&config, jaas_file.as_deref(), &data, Some(&tool_auth)));
     let mut acked = None;
     while acked.is_none() && stopped.elapsed() < Duration::from_secs(60) {
         for o in &obs {
@@ -300,9 +134,53 @@ async fn take_over(launch: Launch, silent_first: bool, secure: Secure) {
     assert!(pause < Duration::from_secs(15), "the write pause was {pause:?}");
     assert!(zxid >> 32 > zk_zxid >> 32, "zxids continue above ZooKeeper's epoch: 0x{zxid:x} after 0x{zk_zxid:x}");
 
-    // One leader, two followers; the same tree as ZooKeeper's plus the new node, on each.
+    one_ensemble_serving_zookeepers_tree(&obs, before).await;
+    // ZooKeeper's session re-attaches on zkr with ZooKeeper's password and writes; its
+    // ephemeral and zkr's session's are still there.
+    c.reattach_at(&o10.addr(), 30_000).await.expect("ZooKeeper's session re-attaches on the zkr ensemble");
+    c.write(OpCode::SetData, RequestBody::SetData { path: "/dubbo".into(), data: Some("zkr".into()), version: -1 })
+        .await;
+    let tree = served_tree_at(&o9.addr()).await;
+    for p in ["/dubbo/zk-provider", "/dubbo/zkr-provider"] {
+        let n = tree.iter().find(|n| n.0 == p).unwrap_or_else(|| panic!("{p} kept"));
+        assert_ne!(n.2.ephemeral_owner, 0, "{p} is still an ephemeral");
+    }
+    equal_digests(&obs).await;
+    converted(o9, o10, &ips[1], secure);
+    // Asked again, the tool refuses: these are no observers any more.
+    let out = takeover(&o9.dir.join("zoo.cfg.observer"), jaas, &zk_data, Some(&auth));
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// Before ZooKeeper stops: the tool refuses, naming a participant, and an observer asked
+/// directly (authenticated, with what ZooKeeper's logs hold) refuses too while it follows
+/// ZooKeeper's leader; nothing changes.
+async fn refused_while_zookeeper_runs(o9: &Observer, secured: &Secured, zk_data: &[PathBuf], auth: &str, header: &str) {
+    let jaas = secured.jaas.as_deref();
+    let out = takeover(&o9.dir.join("zoo.cfg"), jaas, zk_data, Some(auth));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "refused while ZooKeeper runs: {err}");
+    assert!(err.contains("ZooKeeper participants still answer: server."), "{err}");
+    assert_eq!(mode(&o9.addr()).await.as_deref(), Some("observer"));
+    let admin9 = o9.admin_addr();
+    let path = "/zkr/takeover?seed=9&members=9,10,11&check=1";
+    let proof = log_proof(zk_data);
+    let answer = client_of(o9.config(), jaas, None, header).request(&admin9, "POST", path, Some(&proof)).await;
+    let (code, why) = error_of(&answer.expect("the AdminServer answers"));
+    assert_eq!(code, 409, "{why}");
+    assert!(why.contains("still follows ZooKeeper's leader") && why.contains("participants still answer"), "{why}");
+    if secured.dir.is_some() {
+        https_only_for_trusted_certificates(secured, o9.config(), jaas, &admin9, &proof).await;
+    }
+}
+
+/// One leader, two followers; the same tree as ZooKeeper's (`before`) plus the new node, on each.
+async fn one_ensemble_serving_zookeepers_tree(
+    obs: &[Observer],
+    before: Vec<(String, Option<bytes::Bytes>, zkr::proto::Stat)>,
+) {
     let mut modes = Vec::new();
-    for o in &obs {
+    for o in obs {
         let a = o.addr();
         until_async("every member serves", 30, || {
             let a = a.clone();
@@ -319,25 +197,18 @@ async fn take_over(launch: Launch, silent_first: bool, secure: Secure) {
     };
     let root_cversion = before[0].2.cversion;
     let before = without_root(before);
-    for o in &obs {
+    for o in obs {
         let after = served_tree_at(&o.addr()).await;
         assert_eq!(after[0].2.cversion, root_cversion + 1, "server.{}: / got one child", o.id);
         assert_eq!(without_root(after), before, "server.{} serves ZooKeeper's tree, every Stat", o.id);
     }
-    // ZooKeeper's session re-attaches on zkr with ZooKeeper's password and writes; its
-    // ephemeral and zkr's session's are still there.
-    c.reattach_at(&o10.addr(), 30_000).await.expect("ZooKeeper's session re-attaches on the zkr ensemble");
-    c.write(OpCode::SetData, RequestBody::SetData { path: "/dubbo".into(), data: Some("zkr".into()), version: -1 })
-        .await;
-    let tree = served_tree_at(&o9.addr()).await;
-    for p in ["/dubbo/zk-provider", "/dubbo/zkr-provider"] {
-        let n = tree.iter().find(|n| n.0 == p).unwrap_or_else(|| panic!("{p} kept"));
-        assert_ne!(n.2.ephemeral_owner, 0, "{p} is still an ephemeral");
-    }
-    // Every member applied the same: equal digests at the same zxid.
+}
+
+/// Every member applied the same: equal digests at the same zxid.
+async fn equal_digests(obs: &[Observer]) {
     let digests = || async {
         let mut out = Vec::new();
-        for o in &obs {
+        for o in obs {
             let mntr = four_letter_at(&o.addr(), "mntr").await;
             let get = |k: &str| mntr.lines().find_map(|l| l.strip_prefix(k).map(|v| v.trim().to_owned()));
             out.push((get("zk_digest_zxid\t"), get("zk_digest\t")));
@@ -351,24 +222,25 @@ async fn take_over(launch: Launch, silent_first: bool, secure: Secure) {
         tokio::time::sleep(Duration::from_millis(100)).await;
         d = digests().await;
     }
-    // zoo.cfg now names the zkr ensemble; the observer's is kept beside it.
+}
+
+/// zoo.cfg now names the zkr ensemble (with the security `secure` asked for); the observer's
+/// is kept beside it; the members set what they observed aside, the seed's snapshot became the
+/// ensemble's.
+fn converted(o9: &Observer, o10: &Observer, ip10: &str, secure: Secure) {
     let cfg = std::fs::read_to_string(o9.dir.join("zoo.cfg")).unwrap();
     assert!(!cfg.contains("zkr.ensembleProtocol") && !cfg.contains("server.1="), "{cfg}");
-    assert!(cfg.contains(&format!("server.10={}:", ips[1])) && cfg.contains(":participant;"), "{cfg}");
+    assert!(cfg.contains(&format!("server.10={ip10}:")) && cfg.contains(":participant;"), "{cfg}");
     assert!(o9.dir.join("zoo.cfg.observer").exists());
     // Quorum SASL and TLS stay required: the members that formed this ensemble logged in to
     // each other over TLS.
     let secured_cfg = cfg.contains("quorum.auth.serverRequireSasl=true") && cfg.contains("sslQuorum=true");
     assert_eq!(secure == Secure::TlsAndSasl, secured_cfg, "{cfg}");
-    // The members set what they observed aside; the seed's snapshot became the ensemble's.
     let aside = std::fs::read_dir(&o10.dir)
         .unwrap()
         .flatten()
         .any(|e| e.file_name().to_string_lossy().starts_with("observed-"));
     assert!(aside, "server.10 kept its observed state aside");
-    // Asked again, the tool refuses: these are no observers any more.
-    let out = takeover(&o9.dir.join("zoo.cfg.observer"), jaas, &zk_data);
-    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
 /// The schedule that loses an acknowledged write if nobody looks at ZooKeeper's logs: the
@@ -410,21 +282,29 @@ async fn zkr_takeover_refuses_while_zookeepers_logs_hold_a_write_no_observer_rec
     signal("-CONT");
 
     let config = obs[0].dir.join("zoo.cfg");
-    let out = takeover(&config, None, &zk_data);
+    let out = takeover(&config, None, &zk_data, Some(&super_auth()));
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "refused: {err}");
     assert!(err.contains(&format!("hold txns up to 0x{missed:x}")), "names the write no observer holds: {err}");
+    // Asked directly by the super user, an observer refuses itself: without the log proof, and
+    // with it (the seed lacks the write).
+    let (admin9, path) = (obs[0].admin_addr(), "/zkr/takeover?seed=9&members=9,10,11&check=1");
+    let (code, why) = error_of(&admin(&admin9, "POST", path, Some(&super_header()), None).await);
+    assert_eq!(code, 409, "{why}");
+    assert!(why.contains("carries no proof of what ZooKeeper's logs hold"), "{why}");
+    let proof = log_proof(&zk_data);
+    let (code, why) = error_of(&admin(&admin9, "POST", path, Some(&super_header()), Some(&proof)).await);
+    assert_eq!(code, 409, "{why}");
+    assert!(why.contains(&format!("hold txns up to 0x{missed:x}")), "{why}");
     // What a takeover without the check would have seeded from: no observer holds the write.
     for o in &obs {
-        let addr = format!("{}:{}", o.ip, plan.admin);
-        let get = move || request(&addr, "GET", "/zkr/takeover", Duration::from_secs(5));
-        let (code, body) = tokio::task::spawn_blocking(get).await.unwrap().expect("the AdminServer answers");
+        let (code, body) = admin(&o.admin_addr(), "GET", "/zkr/takeover", None, None).await;
         let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
         let zxid = v["zxid"].as_i64().unwrap_or(i64::MAX);
         assert!(code == 200 && zxid < missed, "server.{} applied 0x{zxid:x}, the write is 0x{missed:x}", o.id);
     }
     // Without the participants' data the tool does not take over blind.
-    let bare = takeover(&config, None, &[]);
+    let bare = takeover(&config, None, &[], Some(&super_auth()));
     assert_eq!(bare.status.code(), Some(2), "{}", String::from_utf8_lossy(&bare.stderr));
     for o in &obs {
         assert_eq!(mode(&o.addr()).await, None, "nothing changed: server.{} is an observer without a leader", o.id);
@@ -451,7 +331,8 @@ async fn zkr_takeover_refuses_while_zookeepers_logs_hold_a_write_no_observer_rec
         let _ = ch.kill();
         let _ = ch.wait();
     }
-    let out = tokio::task::spawn_blocking(move || takeover(&config, None, &zk_data)).await.unwrap();
+    let out =
+        tokio::task::spawn_blocking(move || takeover(&config, None, &zk_data, Some(&super_auth()))).await.unwrap();
     assert!(out.status.success(), "{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     let a = obs[1].addr();
     until_async("server.10 serves", 30, || {
@@ -471,4 +352,46 @@ async fn four_letter_at(addr: &str, word: &str) -> String {
     let mut out = String::new();
     tokio::time::timeout(Duration::from_secs(2), s.read_to_string(&mut out)).await.expect("in time").expect("read");
     out
+}
+
+/// A client of the observers' AdminServers as the observer's zoo.cfg at `config` has them
+/// served (HTTPS with its `ssl.quorum.*` stores; `key_store` instead of its own), sending the
+/// `Authorization` header `auth`.
+fn client_of(config: PathBuf, jaas: Option<&Path>, key_store: Option<&Path>, auth: &str) -> AdminClient {
+    let args =
+        zkr::config::ServeArgs { config: Some(config), jaas_config: jaas.map(Path::to_path_buf), ..Default::default() };
+    let cfg = zkr::config::Config::from_args(&args).expect("the observer's zoo.cfg");
+    let tls: Option<Arc<QuorumTls>> = cfg.admin_tls.map(|mut a| {
+        if let Some(k) = key_store {
+            a.tls.stores.key_store.path = k.to_owned();
+        }
+        QuorumTls::load(a.tls).expect("the AdminServer's stores")
+    });
+    AdminClient::new(tls, Some(auth.to_owned()).filter(|a| !a.is_empty()), Duration::from_secs(10))
+}
+
+/// `admin.forceHttps` and `admin.needClientAuth`: plain HTTP is not served, a certificate from
+/// another CA is refused in the handshake, and a trusted certificate whose subject is not the
+/// x509 super user (nor named by `/`'s ACL) is not authorized.
+async fn https_only_for_trusted_certificates(
+    secured: &Secured,
+    config: PathBuf,
+    jaas: Option<&Path>,
+    admin9: &str,
+    proof: &str,
+) {
+    let path = "/zkr/takeover?seed=9&members=9,10,11&check=1";
+    let plain = AdminClient::new(None, Some("x509".into()), Duration::from_secs(5));
+    let answer = plain.request(admin9, "GET", "/commands/ruok", None).await;
+    assert!(!matches!(answer, Ok((200, _))), "no plain HTTP: {answer:?}");
+    let dir = secured.dir.as_deref().expect("the certificates' directory");
+    let rogue =
+        crate::common::certs::Ca::new(&dir.join("rogue"), "rogue").key_store("member", crate::zab_quorum_tls::NAMES);
+    let answer = client_of(config.clone(), jaas, Some(&rogue), "x509").request(admin9, "POST", path, Some(proof)).await;
+    assert!(answer.is_err(), "a certificate of another CA is refused: {answer:?}");
+    let other = secured.key_store("other");
+    let answer = client_of(config.clone(), jaas, Some(&other), "x509").request(admin9, "POST", path, Some(proof)).await;
+    assert_eq!(error_of(&answer.expect("answers")), (403, "Not authorized".to_owned()));
+    let answer = client_of(config, jaas, None, "").request(admin9, "GET", "/commands/ruok", None).await;
+    assert_eq!(answer.expect("read-only commands need no authentication").0, 200);
 }

@@ -1,7 +1,7 @@
 //! Building a `Config`: defaults, then zoo.cfg's keys, then `zkr serve`'s flags, then the checks
 //! and the ensemble. Each step is its own function; `Config::merge` runs them in that order.
 
-use super::tls::{quorum_tls_from_file, tls_from_file, tls_settings, TlsFromFile};
+use super::tls::{admin_tls_from_file, quorum_tls_from_file, tls_from_file, tls_settings, TlsFromFile};
 use super::zoo_cfg::{self, metrics_from_file, CfgKeys, ZooCfg};
 use super::{Config, ConfigError, ServeArgs};
 use std::net::IpAddr;
@@ -207,6 +207,7 @@ impl Config {
         if let Some(v) = k.within("admin.serverPort", 0, 65535)? {
             self.admin_port = v as u16;
         }
+        self.admin_tls = admin_tls_from_file(k.name, k.keys)?;
         Ok(())
     }
 
@@ -527,6 +528,9 @@ pub(super) const USED: &[&str] = &[
     "admin.enableServer",
     "admin.serverAddress",
     "admin.serverPort",
+    "admin.forceHttps",
+    "admin.portUnification",
+    "admin.needClientAuth",
     "secureClientPort",
     "secureClientPortAddress",
     "ssl.keyStore.location",

@@ -7,7 +7,10 @@ mod merge;
 mod tls;
 mod zoo_cfg;
 
-pub use tls::{ClientAuth, Origin, QuorumTlsSettings, StorePassword, StoreSettings, StoreType, TlsSettings, TlsStores};
+pub use tls::{
+    AdminTlsSettings, ClientAuth, Origin, QuorumTlsSettings, StorePassword, StoreSettings, StoreType, TlsSettings,
+    TlsStores,
+};
 use zoo_cfg::read_file;
 pub use zoo_cfg::{dynamic_file, parse_zoo_cfg, CfgKeys, ZooCfg};
 
@@ -249,6 +252,9 @@ pub struct Config {
     pub admin_bind: IpAddr,
     /// AdminServer port (zoo.cfg admin.serverPort, default 8080).
     pub admin_port: u16,
+    /// The AdminServer's HTTPS (admin.forceHttps / admin.portUnification with the ssl.quorum.*
+    /// stores); `None`: plain HTTP, as ZooKeeper serves it by default.
+    pub admin_tls: Option<AdminTlsSettings>,
     /// The TLS port, if configured (secureClientPort).
     pub tls: Option<TlsSettings>,
     /// Subject of the x509 super user.
@@ -318,6 +324,7 @@ impl Default for Config {
             snap_count: 100_000,
             snap_retain_count: 3,
             recover_older_snapshot: false,
+            admin_tls: None,
             tls: None,
             x509_super_user: None,
             sasl_users: None,

@@ -360,3 +360,26 @@ fn zab_observer_needs_an_observer_line_above_every_voter() {
     assert!(c.sasl_users.is_none(), "a file of quorum sections only sets no client accounts");
     let _ = std::fs::remove_file(&jaas);
 }
+
+#[test]
+fn admin_https_serves_with_the_quorum_stores() {
+    let stores = "ssl.quorum.keyStore.location=/k/ks.pem\nssl.quorum.trustStore.location=/k/ca.pem\n";
+    // Plain HTTP unless forceHttps or portUnification is true (Boolean.getBoolean: only "true").
+    assert_eq!(with_file("admin.needClientAuth=true\n", ServeArgs::default()).unwrap().admin_tls, None);
+    assert_eq!(with_file(&format!("admin.forceHttps=yes\n{stores}"), ServeArgs::default()).unwrap().admin_tls, None);
+    let c = with_file(&format!("admin.forceHttps=true\nadmin.needClientAuth=true\n{stores}"), ServeArgs::default());
+    let a = c.unwrap().admin_tls.expect("HTTPS");
+    assert!(a.https_only);
+    assert_eq!(a.tls.stores.client_auth, ClientAuth::Need);
+    assert_eq!(a.tls.stores.key_store.path, std::path::PathBuf::from("/k/ks.pem"));
+    let a = with_file(&format!("admin.portUnification=true\n{stores}"), ServeArgs::default()).unwrap().admin_tls;
+    let a = a.expect("HTTPS beside HTTP");
+    assert!(!a.https_only && a.tls.port_unification);
+    assert_eq!(a.tls.stores.client_auth, ClientAuth::None, "no certificate asked for without needClientAuth");
+    let e = with_file("tickTime=2000\nadmin.forceHttps=true\n", ServeArgs::default()).err().map(|e| e.to_string());
+    assert!(
+        e.as_deref()
+            .is_some_and(|e| e.contains(":2: admin.forceHttps=true needs") && e.contains("ssl.quorum.keyStore")),
+        "{e:?}"
+    );
+}

@@ -141,6 +141,21 @@ pub struct QuorumTlsSettings {
     pub reload: bool,
 }
 
+/// The AdminServer's HTTPS, as ZooKeeper's `JettyAdminServer` sets it up: with
+/// `admin.forceHttps` (HTTPS only) or `admin.portUnification` (HTTP and HTTPS on one port) it
+/// serves TLS with the `ssl.quorum.*` stores (it reads them through `QuorumX509Util`, not the
+/// client port's `ssl.*`), and asks for a client certificate only with `admin.needClientAuth`
+/// (Jetty's `setNeedClientAuth`: a client without one is refused in the handshake).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdminTlsSettings {
+    /// Key and trust stores (`ssl.quorum.*`); `stores.client_auth` is `Need` with
+    /// `admin.needClientAuth=true`, else `None`. Also what the AdminServer's own HTTPS client
+    /// (observer to observer, `zkr takeover`) presents and trusts.
+    pub tls: QuorumTlsSettings,
+    /// `admin.forceHttps=true`: every connection must be TLS (it wins over portUnification).
+    pub https_only: bool,
+}
+
 /// TLS keys of a zoo.cfg, checked.
 #[derive(Default)]
 pub(super) struct TlsFromFile {
@@ -321,11 +336,7 @@ pub(super) fn quorum_tls_from_file(name: &str, keys: &CfgKeys) -> Result<Option<
     // ZooKeeper's default is need (X509Util's ClientAuth.fromPropertyValue(null)).
     let client_auth = file.client_auth.unwrap_or(ClientAuth::Need);
     let (protocols, cipher_suites) = protocols_and_suites(&mut file)?;
-    let hostname_verification = match value("ssl.quorum.hostnameVerification") {
-        // ZKConfig.getBoolean(key, true): a value other than true/false is false to Java.
-        Some(v) => java_true(Some(v)),
-        None => true,
-    };
+    let hostname_verification = quorum_hostname_verification(keys);
     Ok(Some(QuorumTlsSettings {
         stores: TlsStores {
             key_store,
@@ -339,6 +350,62 @@ pub(super) fn quorum_tls_from_file(name: &str, keys: &CfgKeys) -> Result<Option<
         port_unification,
         hostname_verification,
         reload: java_true(value("sslQuorumReloadCertFiles")),
+    }))
+}
+
+/// `ssl.quorum.hostnameVerification` (default true).
+fn quorum_hostname_verification(keys: &CfgKeys) -> bool {
+    match keys.get("ssl.quorum.hostnameVerification").map(|(v, _)| v.as_str()) {
+        // ZKConfig.getBoolean(key, true): a value other than true/false is false to Java.
+        Some(v) => java_true(Some(v)),
+        None => true,
+    }
+}
+
+/// The AdminServer's HTTPS from `admin.forceHttps`, `admin.portUnification`,
+/// `admin.needClientAuth` and the `ssl.quorum.*` stores; None (plain HTTP) unless forceHttps or
+/// portUnification is true. ZooKeeper reads the admin keys as `Boolean.getBoolean` (only
+/// "true"); a store it cannot load leaves it without an AdminServer, zkr stops at startup with
+/// the line that is missing.
+pub(super) fn admin_tls_from_file(name: &str, keys: &CfgKeys) -> Result<Option<AdminTlsSettings>, ConfigError> {
+    let line_of = |key: &str| keys.get(key).map_or(0, |(_, l)| *l);
+    let bad = |key: &str, reason: String| ConfigError::Line { file: name.to_owned(), line: line_of(key), reason };
+    let value = |key: &str| keys.get(key).map(|(v, _)| v.as_str());
+    let https_only = java_true(value("admin.forceHttps"));
+    let unified = java_true(value("admin.portUnification"));
+    let need = java_true(value("admin.needClientAuth"));
+    if !https_only && !unified {
+        if need {
+            tracing::info!(file = %name, line = line_of("admin.needClientAuth"), "admin.needClientAuth has no effect without admin.forceHttps or admin.portUnification (as in ZooKeeper)");
+        }
+        return Ok(None);
+    }
+    let on = if https_only { "admin.forceHttps" } else { "admin.portUnification" };
+    let mut file = stores_from_file(name, keys, "ssl.quorum.")?;
+    let key_store = file.key_store.take().ok_or_else(|| {
+        bad(on, format!("{on}=true needs the AdminServer's key and certificate: set ssl.quorum.keyStore.location (ZooKeeper's AdminServer serves HTTPS with the quorum stores)"))
+    })?;
+    let trust_store = file.trust_store.take().ok_or_else(|| {
+        bad(on, format!("{on}=true needs ssl.quorum.trustStore.location: client certificates (admin.needClientAuth) and the other observers' AdminServers are checked against it"))
+    })?;
+    let (protocols, cipher_suites) = protocols_and_suites(&mut file)?;
+    let client_auth = if need { ClientAuth::Need } else { ClientAuth::None };
+    Ok(Some(AdminTlsSettings {
+        tls: QuorumTlsSettings {
+            stores: TlsStores {
+                key_store,
+                key_file: None,
+                trust_store: Some(trust_store),
+                client_auth,
+                protocols,
+                cipher_suites,
+            },
+            encrypt: true,
+            port_unification: !https_only,
+            hostname_verification: quorum_hostname_verification(keys),
+            reload: true,
+        },
+        https_only,
     }))
 }
 

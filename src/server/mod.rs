@@ -156,11 +156,20 @@ impl Server {
                 ip if ip.is_unspecified() => SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), addr.port()),
                 _ => addr,
             };
-            let mut app = crate::admin::router(ops.clone()).merge(crate::dubbo::web::router(own));
-            if let Some(o) = &observer {
-                app = app.merge(crate::admin::takeover_router(ops.clone(), o.takeover.clone()));
+            match crate::admin::Mode::from_config(&cfg, &shutdown) {
+                Ok(mode) => {
+                    let mut app = crate::admin::router(ops.clone()).merge(crate::dubbo::web::router(own));
+                    if let Some(o) = &observer {
+                        app = app.merge(crate::admin::takeover_router(ops.clone(), o.takeover.clone(), mode.tls()));
+                    }
+                    let addr = SocketAddr::new(cfg.admin_bind, cfg.admin_port);
+                    crate::admin::serve(app, addr, mode, shutdown.clone()).await
+                }
+                Err(e) => {
+                    tracing::warn!("cannot start the AdminServer (its HTTPS stores), continuing without it: {e}");
+                    None
+                }
             }
-            crate::admin::serve(app, SocketAddr::new(cfg.admin_bind, cfg.admin_port), shutdown.clone()).await
         } else {
             None
         };

@@ -189,6 +189,15 @@ impl Ops {
         rx.await.unwrap_or_default()
     }
 
+    /// The ACL of the node at `path` as the core has it now; None if there is no such node or
+    /// the core is gone (shutting down).
+    pub async fn acl_of(&self, path: &str) -> Option<Vec<crate::proto::Acl>> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let core = self.core.upgrade()?;
+        core.send(CoreMsg::AclOf(path.to_owned(), tx)).await.ok()?;
+        rx.await.ok().flatten()
+    }
+
     /// Every connection, oldest first.
     pub fn connections(&self) -> Vec<ConnView> {
         let mut v: Vec<ConnView> = self

@@ -1,34 +1,107 @@
-//! Just enough HTTP/1.1 for `zkr takeover` to talk to the observers' AdminServers: one request
-//! per connection (`Connection: close`), the body read to the end.
+//! Just enough HTTP/1.1 for `zkr takeover` and the observers to talk to the observers'
+//! AdminServers: one request per connection (`Connection: close`), the body read to the end;
+//! HTTPS when the AdminServer serves it (`admin.forceHttps`/`admin.portUnification`, the
+//! `ssl.quorum.*` stores: the server's certificate is checked against the trust store, and the
+//! key store's certificate is presented when the server asks for one), and ZooKeeper's
+//! `Authorization: <scheme> <data>` header when there are credentials.
 
-use std::io::{Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
+use crate::security::quorum_tls::QuorumTls;
+use std::sync::Arc;
 use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 #[derive(Debug, thiserror::Error)]
 pub enum HttpError {
     #[error("cannot reach {addr}: {source}")]
     Connect { addr: String, source: std::io::Error },
+    #[error("no HTTPS with {addr}: {why}")]
+    Tls { addr: String, why: String },
+    #[error("{addr} did not answer within {secs} s")]
+    Timeout { addr: String, secs: u64 },
     #[error("{addr} answered no HTTP: {why}")]
     Garbled { addr: String, why: String },
 }
 
-/// Sends `method path` to `addr` and returns the status code and body.
-pub fn request(addr: &str, method: &str, path: &str, timeout: Duration) -> Result<(u16, String), HttpError> {
-    let connect = |source| HttpError::Connect { addr: addr.to_owned(), source };
-    let target = addr
-        .to_socket_addrs()
-        .map_err(connect)?
-        .next()
-        .ok_or_else(|| connect(std::io::Error::other("the name resolves to no address")))?;
-    let mut s = TcpStream::connect_timeout(&target, timeout).map_err(connect)?;
-    s.set_read_timeout(Some(timeout)).map_err(connect)?;
-    s.set_write_timeout(Some(timeout)).map_err(connect)?;
-    let req = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-    s.write_all(req.as_bytes()).map_err(connect)?;
+/// A client of AdminServers: plain or HTTPS, with or without credentials.
+#[derive(Clone)]
+pub struct AdminClient {
+    tls: Option<Arc<QuorumTls>>,
+    authorization: Option<String>,
+    timeout: Duration,
+}
+
+impl AdminClient {
+    /// `tls`: speak HTTPS with these stores; `authorization`: the `Authorization` header's
+    /// value (`digest user:password`, `x509`, `ip`).
+    pub fn new(tls: Option<Arc<QuorumTls>>, authorization: Option<String>, timeout: Duration) -> AdminClient {
+        AdminClient { tls, authorization, timeout }
+    }
+
+    /// `http` or `https`, for messages.
+    pub fn scheme(&self) -> &'static str {
+        if self.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        }
+    }
+
+    /// Sends `method path` (and `body`, JSON) to `addr` and returns the status code and body.
+    pub async fn request(
+        &self,
+        addr: &str,
+        method: &str,
+        path: &str,
+        body: Option<&str>,
+    ) -> Result<(u16, String), HttpError> {
+        let secs = self.timeout.as_secs();
+        let timeout = || HttpError::Timeout { addr: addr.to_owned(), secs };
+        tokio::time::timeout(self.timeout, self.exchange(addr, method, path, body)).await.map_err(|_| timeout())?
+    }
+
+    async fn exchange(
+        &self,
+        addr: &str,
+        method: &str,
+        path: &str,
+        body: Option<&str>,
+    ) -> Result<(u16, String), HttpError> {
+        let connect = |source| HttpError::Connect { addr: addr.to_owned(), source };
+        let tcp = tokio::net::TcpStream::connect(addr).await.map_err(connect)?;
+        let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+        if let Some(a) = &self.authorization {
+            head.push_str(&format!("Authorization: {a}\r\n"));
+        }
+        let body = body.unwrap_or("");
+        if !body.is_empty() {
+            head.push_str("Content-Type: application/json\r\n");
+        }
+        head.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
+        let raw = match &self.tls {
+            None => send(tcp, head.as_bytes()).await.map_err(connect)?,
+            Some(tls) => {
+                let stream = tls
+                    .connect(tcp, addr, self.timeout)
+                    .await
+                    .map_err(|why| HttpError::Tls { addr: addr.to_owned(), why })?;
+                send(stream, head.as_bytes()).await.map_err(connect)?
+            }
+        };
+        parse(&raw).map_err(|why| HttpError::Garbled { addr: addr.to_owned(), why })
+    }
+}
+
+/// Writes the request and reads the answer to its end. A TLS peer that closes without
+/// close_notify after a whole answer has still answered.
+async fn send<S: AsyncRead + AsyncWrite + Unpin>(mut s: S, request: &[u8]) -> std::io::Result<Vec<u8>> {
+    s.write_all(request).await?;
+    s.flush().await?;
     let mut raw = Vec::new();
-    s.read_to_end(&mut raw).map_err(connect)?;
-    parse(&raw).map_err(|why| HttpError::Garbled { addr: addr.to_owned(), why })
+    match s.read_to_end(&mut raw).await {
+        Ok(_) => Ok(raw),
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && !raw.is_empty() => Ok(raw),
+        Err(e) => Err(e),
+    }
 }
 
 fn parse(raw: &[u8]) -> Result<(u16, String), String> {

@@ -9,8 +9,12 @@
 //!  seed = the highest zxid
 //!  ZooKeeper's logs (--zookeeper-data) ──► refuse if a majority may have committed more
 //!                                          than the seed holds (`zk_logs`)
-//!  POST ?check=1 to all, then POST ─────► checks again (no participant answers, the plan fits
-//!                                          its zoo.cfg), answers, then the server stops:
+//!  POST ?check=1 to all, then POST ─────► authenticated (ALL on /, `admin::auth`), each observer
+//!  (body: what ZooKeeper's logs hold)      checks again itself (`guard`: no leader, participants
+//!                                          stopped or long silent, no observer reaches one, the
+//!                                          seed most advanced and holding what the logs may have
+//!                                          committed); the accept only after its check, then the
+//!                                          server stops:
 //!                                          `convert::become_member` keeps the seed's snapshot (or
 //!                                          sets a member's observed state aside and promises to
 //!                                          wait for the seed), rewrites zoo.cfg into the zkr
@@ -25,14 +29,18 @@
 //! session starts with a full timeout in the new ensemble.
 
 pub mod convert;
+pub mod guard;
 pub mod http;
+pub mod probe;
 pub mod tool;
 pub mod zk_logs;
 
-use crate::raft::members::{join_host_port, Ensemble};
+use crate::raft::members::Ensemble;
 use std::collections::BTreeSet;
-use std::net::ToSocketAddrs;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// How long a check (`POST ?check=1`) stays good for the accept that must follow it.
+pub const CHECK_VALID_FOR: Duration = Duration::from_secs(30);
 
 /// What an observer was asked to become.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,14 +51,31 @@ pub struct Plan {
     pub members: BTreeSet<u64>,
 }
 
-/// Where the AdminServer leaves an accepted plan for `zkr serve` to carry out once stopped.
+/// Where the AdminServer leaves an accepted plan for `zkr serve` to carry out once stopped, and
+/// the plan it last checked: an accept must follow a check of the same plan and log proof
+/// within `CHECK_VALID_FOR` (the check asks every other observer; by the accept the members
+/// asked before the seed have stopped being observers, so only the check can ask them).
 #[derive(Default)]
 pub struct Slot {
     plan: parking_lot::Mutex<Option<Plan>>,
     ready: tokio::sync::Notify,
+    checked: parking_lot::Mutex<Option<(Plan, guard::LogProof, Instant)>>,
 }
 
 impl Slot {
+    /// Records that `plan` with `proof` passed every check now.
+    pub(crate) fn checked(&self, plan: &Plan, proof: &guard::LogProof) {
+        *self.checked.lock() = Some((plan.clone(), proof.clone(), Instant::now()));
+    }
+
+    /// Whether `plan` with `proof` passed every check within `CHECK_VALID_FOR`.
+    pub(crate) fn was_checked(&self, plan: &Plan, proof: &guard::LogProof) -> bool {
+        self.checked
+            .lock()
+            .as_ref()
+            .is_some_and(|(p, l, at)| p == plan && l == proof && at.elapsed() <= CHECK_VALID_FOR)
+    }
+
     /// Takes `plan` unless one was taken before.
     pub(crate) fn offer(&self, plan: Plan) -> bool {
         let mut p = self.plan.lock();
@@ -74,39 +99,11 @@ impl Slot {
     }
 }
 
-/// How long a participant's port gets to accept a connection before it counts as stopped.
-pub const PROBE_TIMEOUT: Duration = Duration::from_millis(500);
-
-/// The ZooKeeper participants (voters of `ens`) that still accept connections on their quorum
-/// port (only a leader listens there) or election port (every running participant does), as
-/// `server.N (host:port, its quorum|election port)`. Blocking; every port is tried at once, so a
-/// host that is down costs one `PROBE_TIMEOUT`, not one per port.
-pub fn participants_answering(ens: &Ensemble) -> Vec<String> {
-    let ports: Vec<(u64, String, &str)> = ens
-        .members
-        .iter()
-        .filter(|(_, s)| !s.observer)
-        .flat_map(|(id, spec)| {
-            [(*id, spec.peer_addr(), "quorum"), (*id, join_host_port(&spec.host, spec.election_port), "election")]
-        })
-        .collect();
-    let answered: Vec<bool> = std::thread::scope(|s| {
-        let probes: Vec<_> = ports.iter().map(|(_, addr, _)| s.spawn(move || answers(addr))).collect();
-        probes.into_iter().map(|p| p.join().unwrap_or(false)).collect()
-    });
-    let mut out: Vec<String> = Vec::new();
-    let mut named = BTreeSet::new();
-    for ((id, addr, what), up) in ports.iter().zip(answered) {
-        if up && named.insert(*id) {
-            out.push(format!("server.{id} ({addr}, its {what} port)"));
-        }
-    }
-    out
-}
-
-fn answers(addr: &str) -> bool {
-    let Ok(addrs) = addr.to_socket_addrs() else { return false };
-    addrs.into_iter().any(|a| std::net::TcpStream::connect_timeout(&a, PROBE_TIMEOUT).is_ok())
+/// Where observer `id`'s AdminServer listens: the host of its `server.N` line, the AdminServer
+/// port every observer shares (zoo.cfg's `admin.serverPort`).
+pub(crate) fn admin_addr(ens: &Ensemble, id: u64, port: u16) -> String {
+    let host = ens.members.get(&id).map_or("127.0.0.1", |s| s.host.as_str());
+    crate::raft::members::join_host_port(host, port)
 }
 
 /// The observers named by the config (`server.N=...:observer`).

@@ -15,7 +15,7 @@ use crate::txn::{SessionId, Zxid};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
 use std::time::Duration;
@@ -38,12 +38,15 @@ pub enum Up {
     Lost(String),
 }
 
-/// What the operator views read: whether this observer is synced, with which leader.
+/// What the operator views read: whether this observer is synced, with which leader, and since
+/// when it has not been (what the takeover's partition check asks).
 #[derive(Debug, Default)]
 pub struct Status {
     synced: AtomicBool,
     leader: AtomicI64,
     epoch: AtomicI64,
+    /// `session::mono_ms` when the leader was lost; 0 (the clock's start) if it never was.
+    lost_at_ms: AtomicU64,
 }
 
 impl Status {
@@ -54,7 +57,19 @@ impl Status {
     }
 
     pub fn lost(&self) {
+        self.lost_at_ms.store(crate::session::mono_ms(), Ordering::Release);
         self.synced.store(false, Ordering::Release);
+    }
+
+    /// How long this observer has heard nothing from a ZooKeeper leader: 0 while it is synced,
+    /// else since it lost the last one (the learner notices within syncLimit ticks, so this is
+    /// the later bound), or since the process started if it never synced.
+    pub fn silent_for(&self) -> std::time::Duration {
+        if self.is_synced() {
+            return std::time::Duration::ZERO;
+        }
+        let since = self.lost_at_ms.load(Ordering::Acquire);
+        std::time::Duration::from_millis(crate::session::mono_ms().saturating_sub(since))
     }
 
     pub fn is_synced(&self) -> bool {

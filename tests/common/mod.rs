@@ -4,6 +4,7 @@
 pub mod certs;
 pub mod cluster;
 pub mod ensemble_proc;
+pub mod netns;
 pub mod zkr_proc;
 
 use bytes::{BufMut, BytesMut};

@@ -61,6 +61,8 @@ pub enum CoreMsg {
     Stats(tokio::sync::oneshot::Sender<CoreStats>),
     /// Sessions, ephemerals and watches for the operator views (`dump`, `wchc`, `wchp`…).
     Inspect(tokio::sync::oneshot::Sender<Inspection>),
+    /// A node's ACL (None: no such node), for the AdminServer's admin authentication.
+    AclOf(String, tokio::sync::oneshot::Sender<Option<Vec<crate::proto::Acl>>>),
     /// Take a snapshot now (operator request).
     Snapshot,
     /// Ensemble: committed log entries to apply, in order; `done` is told when they are.
@@ -277,6 +279,9 @@ impl Core {
             CoreMsg::Inspect(tx) => {
                 self.catch_up_pings();
                 let _ = tx.send(self.inspect());
+            }
+            CoreMsg::AclOf(path, tx) => {
+                let _ = tx.send(self.tree.get(&path).map(|n| n.acl.to_vec()));
             }
         }
     }

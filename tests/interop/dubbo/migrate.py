@@ -67,6 +67,16 @@ CHECKS = [
 ]
 
 
+ADMIN_USER, ADMIN_PASSWORD = "super", "migrate-s3cret"
+
+
+def super_digest(user, password):
+    """DigestAuthenticationProvider.generateDigest: user:base64(sha1(user:password))."""
+    import base64
+    import hashlib
+    return f"{user}:" + base64.b64encode(hashlib.sha1(f"{user}:{password}".encode()).digest()).decode()
+
+
 def say(msg):
     print(f"[dubbo-migrate] {msg}", file=sys.stderr, flush=True)
 
@@ -88,9 +98,12 @@ class Server(Member):
                     f"maxSessionTimeout=20000\nmaxClientCnxns=0\nclientPort={port}\nclientPortAddress={host}\n"
                     f"dataDir={data}\nadmin.enableServer=false\n4lw.commands.whitelist=*\n")
         else:
+            # The takeover needs ZooKeeper's admin authentication: the super user's digest here,
+            # its password in ZKR_ADMIN_AUTH for zkr takeover.
             text = (f"tickTime={ZKR_TICK_MS}\ninitLimit=10\nsyncLimit=5\nmaxClientCnxns=0\nclientPort={port}\n"
                     f"clientPortAddress={host}\ndataDir={data}\nadmin.serverAddress={host}\n"
                     f"admin.serverPort={admin_port}\n4lw.commands.whitelist=*\n"
+                    f"DigestAuthenticationProvider.superDigest={super_digest(ADMIN_USER, ADMIN_PASSWORD)}\n"
                     f"peerType=observer\nzkr.ensembleProtocol=zab\n")
         with open(self.cfg, "w") as f:
             f.write(text + servers)
@@ -337,8 +350,9 @@ class Migration(Side):
         # ZooKeeper may have committed (a write acknowledged just before the stop, never sent to them).
         data = ",".join(os.path.join(self.members[m].dir, "data") for m in ZK_IDS)
         cmd = [self.args.zkr_bin, "takeover", "--config", self.members[ZKR_IDS[0]].cfg, "--zookeeper-data", data]
+        env = dict(os.environ, ZKR_ADMIN_AUTH=f"digest:{ADMIN_USER}:{ADMIN_PASSWORD}")
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                text=True)
+                                text=True, env=env)
         self.pids.add(proc)
         try:
             out, _ = proc.communicate(timeout=120)

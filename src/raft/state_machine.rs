@@ -310,8 +310,27 @@ impl RaftStateMachine<Zkr> for StateMachine {
         Ok(())
     }
 
+    /// The snapshot openraft sends a follower that needs one. The leader checks it whole first:
+    /// a damaged one (its `.meta` alone says nothing of the tree file) made every follower that
+    /// installed it fail and stop, after every restart. It is set aside with its `.meta` and a
+    /// new one taken from the tree (an older one may lie before what the log still holds).
     async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot<Zkr>>, StorageError> {
         let Some((meta, path)) = latest(&self.dir).map_err(sm_err)? else { return Ok(None) };
+        let checked = path.clone();
+        let whole = tokio::task::spawn_blocking(move || crate::storage::snapshot_check::verify(&checked))
+            .await
+            .map_err(sm_err)?;
+        if let Err(why) = whole {
+            let damaged = self.dir.join("damaged");
+            let to = super::log_repair::set_aside(&path, &damaged, "corrupt").map_err(sm_err)?;
+            let mp = meta_path(&path);
+            if mp.exists() {
+                super::log_repair::set_aside(&mp, &damaged, "corrupt").map_err(sm_err)?;
+            }
+            tracing::warn!(file = %path.display(), moved_to = %to.display(), id = %meta.snapshot_id,
+                "the snapshot a follower needs is damaged ({why}): set aside, taking a new one to send");
+            return self.get_snapshot_builder().await.build_snapshot().await.map(Some);
+        }
         let f = tokio::fs::File::open(&path).await.map_err(sm_err)?;
         Ok(Some(Snapshot { meta, snapshot: Box::new(f) }))
     }

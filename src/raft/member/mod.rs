@@ -16,6 +16,7 @@ mod elections;
 mod peers;
 mod probe;
 mod proposer;
+mod snapshot_in;
 
 pub use elections::*;
 pub use peers::*;

@@ -108,9 +108,16 @@ pub(super) async fn serve_rpc(
             Some(addr) => !peer_is_gone(&addr, link).await,
             None => false,
         };
-        if !alive && raft.metrics().borrow().current_leader == Some(from) {
+        // Every stream the dead leader held (replication, heartbeats, snapshots) ends at once;
+        // only the first to see it starts the election at once: one election per survivor is
+        // the plan (`elect_after_leader_loss`), and twenty each bumped the term twenty times,
+        // their candidacies overtaking each other (a 5-member failover took 1.0-1.2 s, terms
+        // 281 -> 348).
+        if !alive
+            && raft.metrics().borrow().current_leader == Some(from)
+            && !status.leader_lost.swap(true, Ordering::AcqRel)
+        {
             tracing::info!(leader = from, "the leader is gone (its stream ended, its peer port refuses): not serving until a leader is heard from");
-            status.leader_lost.store(true, Ordering::Release);
             status.wake.notify_one();
             let (raft, status, link, log) = (raft.clone(), status.clone(), link.clone(), log.clone());
             tokio::spawn(async move { elect_after_leader_loss(&raft, me, from, &status, &link, &log).await });

@@ -63,9 +63,21 @@ fn path(raft_dir: &Path) -> PathBuf {
 }
 
 /// The marker of a member's Raft directory, if it is amnesiac.
+/// A marker that is there but does not read (its checksum fails) still says the member is
+/// amnesiac: it is read as one with the vote's term as its floor, and written again.
 pub fn load(raft_dir: &Path) -> Result<Option<Marker>, StorageError> {
     let p = path(raft_dir);
-    read_small(&p).map_err(|e| StorageError::io(&p, e))
+    match read_small(&p) {
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+            let vote = raft_dir.join("vote");
+            let floor_term = read_small::<super::types::Vote>(&vote).ok().flatten().map_or(0, |v| v.leader_id.term);
+            let m = Marker { reason: "its amnesia marker was damaged (it was amnesiac before)".to_owned(), floor_term };
+            tracing::warn!(file = %p.display(), floor_term, "damaged amnesia marker: still amnesiac, marker written again");
+            mark(raft_dir, &m)?;
+            Ok(Some(m))
+        }
+        other => other.map_err(|e| StorageError::io(&p, e)),
+    }
 }
 
 /// Records durably that the member is amnesiac (before it takes part in anything).

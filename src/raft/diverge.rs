@@ -38,8 +38,12 @@ pub fn mark(raft_dir: &Path, why: &str) -> std::io::Result<()> {
 }
 
 /// Why the Raft state is to be set aside, if it is.
+/// A mark that is there but does not read (its checksum fails) still says so.
 pub fn marked(raft_dir: &Path) -> std::io::Result<Option<String>> {
-    super::log_store::read_small(&raft_dir.join("diverged"))
+    match super::log_store::read_small(&raft_dir.join("diverged")) {
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => Ok(Some("(the diverged mark was damaged)".to_owned())),
+        other => other,
+    }
 }
 
 /// Moves everything in `raft_dir` but the incarnation counter into `raft_dir/diverged-<secs>/`.

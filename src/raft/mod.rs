@@ -82,13 +82,21 @@ pub fn recover(cfg: &Config) -> Result<Recovered, crate::storage::StorageError> 
         let to = diverge::set_aside(&dir, cfg.failpoints.crash_at).map_err(|e| E::io(&dir, e))?;
         tracing::warn!(%why, moved_to = %to.display(), "this member diverged from its leader: its Raft state is set aside, and it starts over as an empty member");
     }
-    // An empty member's probe that a crash cut short runs again: a leader's first append wrote
-    // `vote` meanwhile, but the member is no less empty (`amnesia::probing`).
-    let pristine = is_pristine(&dir) || amnesia::probing(&dir);
     let vote_term = || -> Result<u64, E> {
         let p = dir.join("vote");
         Ok(log_store::read_small::<types::Vote>(&p).map_err(|e| E::io(&p, e))?.map_or(0, |v| v.leader_id.term))
     };
+    // A damaged vote, commit hint or log start is set aside before anything reads them: the
+    // member comes back as one that lost its vote (probed like an empty one) or its log
+    // (amnesiac), never stays out for an operator while a quorum runs.
+    let state_files = log_repair::repair_state_files(&dir)?;
+    if !state_files.did.is_empty() {
+        tracing::warn!(did = %state_files.did.join("; "), vote_lost = state_files.vote_lost, log_lost = state_files.log_lost,
+            "damaged raft state files set aside: the leader sends this member what it lost");
+    }
+    // An empty member's probe that a crash cut short runs again: a leader's first append wrote
+    // `vote` meanwhile, but the member is no less empty (`amnesia::probing`).
+    let pristine = is_pristine(&dir) || amnesia::probing(&dir);
     let snap_dir = dir.join("snap");
     std::fs::create_dir_all(&snap_dir).map_err(|e| E::io(&snap_dir, e))?;
     let first_seq = first_seq(&dir, wall_ms()).map_err(|e| E::io(&dir.join("incarnation"), e))?;
@@ -166,7 +174,14 @@ fn wall_ms() -> u64 {
 /// and at least at wall-clock ms × 2^20 (a wiped data directory forgets the file).
 pub fn first_seq(raft_dir: &Path, now_ms: u64) -> std::io::Result<u64> {
     let path = raft_dir.join("incarnation");
-    let last: Option<u64> = log_store::read_small(&path)?;
+    // A damaged file is forgotten like a wiped one: the wall-clock floor keeps the seqs new.
+    let last: Option<u64> = match log_store::read_small(&path) {
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+            tracing::warn!(file = %path.display(), "damaged incarnation file: a new one is written from the clock");
+            None
+        }
+        other => other?,
+    };
     let first = (now_ms << 20).max(last.map_or(0, |l| l.saturating_add(1 << 40))).max(1);
     log_store::write_small(&path, &first, true)?;
     Ok(first)

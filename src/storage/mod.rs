@@ -135,20 +135,29 @@ pub(crate) fn secret(dir: &Path) -> Result<[u8; 32], StorageError> {
     let path = dir.join("secret");
     let mut s = [0u8; 32];
     match File::open(&path) {
-        Ok(mut f) => {
-            f.read_exact(&mut s).map_err(|e| StorageError::io(&path, e))?;
-            Ok(s)
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            s = rand::random();
-            let tmp = path.with_extension("tmp");
-            let mut f = File::create(&tmp).map_err(|e| StorageError::io(&tmp, e))?;
-            f.write_all(&s).and_then(|_| f.sync_all()).map_err(|e| StorageError::io(&tmp, e))?;
-            std::fs::rename(&tmp, &path).map_err(|e| StorageError::io(&path, e))?;
-            Ok(s)
-        }
+        Ok(mut f) => match f.read_exact(&mut s) {
+            Ok(()) => Ok(s),
+            // Cut short (a damaged disk): a new secret. Only a standalone server's sessions of
+            // the previous run cannot re-attach then (an ensemble keeps each session's password
+            // in its log); it refused to start before.
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                tracing::warn!(file = %path.display(), "damaged session secret (too short): a new one is made; sessions of the previous run re-attach only on an ensemble");
+                new_secret(&path)
+            }
+            Err(e) => Err(StorageError::io(&path, e)),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => new_secret(&path),
         Err(e) => Err(StorageError::io(&path, e)),
     }
+}
+
+fn new_secret(path: &Path) -> Result<[u8; 32], StorageError> {
+    let s: [u8; 32] = rand::random();
+    let tmp = path.with_extension("tmp");
+    let mut f = File::create(&tmp).map_err(|e| StorageError::io(&tmp, e))?;
+    f.write_all(&s).and_then(|_| f.sync_all()).map_err(|e| StorageError::io(&tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| StorageError::io(path, e))?;
+    Ok(s)
 }
 
 /// Creates the directories and takes the lock.

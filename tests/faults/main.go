@@ -159,6 +159,13 @@ func main() {
 		cleanupNetwork()
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == "diskfaults" {
+		if os.Geteuid() != 0 {
+			fatal("the fault harness needs root (network namespaces, iptables)")
+		}
+		runDiskFaults(os.Args[2:])
+		return
+	}
 	var o options
 	var servers, nems, wls string
 	flag.StringVar(&o.mode, "mode", "short", "short (CI: every nemesis once, 15 s each) or full")

@@ -2,6 +2,7 @@
 # The fault suite (issue #13): zkr and Debian's ZooKeeper 3.8 ensembles under a Jepsen-style
 # nemesis, each member in its own network namespace, with linearizability and other checkers.
 #
+#   bash tests/faults/run.sh --disk [--server zkr|zookeeper|both] [--cells substring]
 #   bash tests/faults/run.sh [--short|--full] [--server zkr|zookeeper|both] [--seed N]
 #                            [--nemesis a,b|all] [--workload x,y|all] [--members N]
 #                            [--duration 30s] [--keep] [--op-log]
@@ -35,6 +36,7 @@ while [ $# -gt 0 ]; do
     case $1 in
     --short) MODE=short ;;
     --full) MODE=full ;;
+    --disk) MODE=disk ;;
     -h | --help)
         sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
         exit 0
@@ -81,6 +83,15 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
 (cd "$HERE" && go build -o "$BIN" .) || { echo "FAIL faults/setup: cannot build the harness (go build in tests/faults)"; exit 2; }
 "$BIN" cleanup
+
+# --disk: the disk-fault matrix (tests/faults/diskfaults.go), zkr and ZooKeeper side by side;
+# the whole matrix writes docs/disk-faults.md.
+if [ "$MODE" = disk ]; then
+    DREPORT=()
+    [ ${#ARGS[@]} -eq 0 ] && DREPORT=(--report "$ROOT/docs/disk-faults.md")
+    "$BIN" diskfaults --zkr "$ZKR_BIN" --out "$HERE/.work/disk" "${DREPORT[@]}" "${ARGS[@]}"
+    exit $?
+fi
 
 # Only a whole --full run is the report of record: a replay of one cell (--seed, --nemesis, ...)
 # must not overwrite it with that cell alone.

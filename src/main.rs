@@ -84,17 +84,61 @@ enum Command {
     /// most advanced of them (run after every ZooKeeper participant is stopped).
     Takeover(zkr::takeover::tool::TakeoverArgs),
     /// Convert a ZooKeeper data directory (snapshots + transaction logs) into a zkr data directory.
-    ImportZookeeper {
-        /// ZooKeeper's dataDir (the one holding version-2/).
-        #[arg(long)]
-        zk_data_dir: std::path::PathBuf,
-        /// ZooKeeper's dataLogDir, if its logs are kept apart from dataDir.
-        #[arg(long)]
-        zk_data_log_dir: Option<std::path::PathBuf>,
-        /// The zkr data directory to create (must be empty).
-        #[arg(long)]
-        data_dir: std::path::PathBuf,
-    },
+    ImportZookeeper(ImportArgs),
+}
+
+/// The flags of `zkr import-zookeeper`.
+#[derive(clap::Args)]
+struct ImportArgs {
+    /// ZooKeeper's dataDir (the one holding version-2/).
+    #[arg(long)]
+    zk_data_dir: std::path::PathBuf,
+    /// ZooKeeper's dataLogDir, if its logs are kept apart from dataDir.
+    #[arg(long)]
+    zk_data_log_dir: Option<std::path::PathBuf>,
+    /// The zkr data directory to create (must be empty).
+    #[arg(long)]
+    data_dir: std::path::PathBuf,
+    /// Start from this snapshot.<zxid>[.gz|.snappy] (a path, or a file name of the snapshot
+    /// directory) instead of the newest one that reads.
+    #[arg(long)]
+    snapshot: Option<std::path::PathBuf>,
+    /// Import what can be read when the snapshot and the logs after it are not one history (a
+    /// gap, a damaged record, logs without a snapshot), as ZooKeeper would load it, and list
+    /// what was lost; without it the import refuses and changes nothing.
+    #[arg(long)]
+    accept_data_loss: bool,
+}
+
+/// `zkr import-zookeeper`: exit 0 after an import, 1 if it refused or failed.
+fn import_zookeeper(args: ImportArgs) -> i32 {
+    let opts = zkr::import::Options { snapshot: args.snapshot, accept_loss: args.accept_data_loss };
+    match zkr::import::import(&args.zk_data_dir, args.zk_data_log_dir.as_deref(), &args.data_dir, &opts) {
+        Ok(i) => {
+            let l = &i.loaded;
+            for (file, why) in &l.skipped {
+                println!("skipped snapshot {}: {why}", file.display());
+            }
+            for loss in &l.losses {
+                println!("lost (--accept-data-loss): {loss}");
+            }
+            println!(
+                "imported zxid 0x{:x}: {} znodes, {} sessions (snapshot {}, {} txns from {} log files) into {}",
+                i.zxid,
+                i.znodes,
+                i.sessions,
+                l.snapshot.as_ref().map_or("none".to_string(), |p| p.display().to_string()),
+                l.txns,
+                l.logs,
+                i.written.display()
+            );
+            0
+        }
+        Err(e) => {
+            eprintln!("zkr: import failed: {e}");
+            1
+        }
+    }
 }
 
 /// The flags of `zkr repair-log`: the ones of `zkr serve` that say where the data is, so that a
@@ -169,27 +213,7 @@ fn main() -> anyhow::Result<()> {
         }
         Command::RepairLog(args) => std::process::exit(repair_log(args)),
         Command::Takeover(args) => std::process::exit(zkr::takeover::tool::run(args)),
-        Command::ImportZookeeper { zk_data_dir, zk_data_log_dir, data_dir } => {
-            match zkr::import::import(&zk_data_dir, zk_data_log_dir.as_deref(), &data_dir) {
-                Ok(i) => {
-                    println!(
-                        "imported zxid 0x{:x}: {} znodes, {} sessions (snapshot {}, {} txns from {} log files) into {}",
-                        i.zxid,
-                        i.znodes,
-                        i.sessions,
-                        i.snapshot.map_or("none".to_string(), |p| p.display().to_string()),
-                        i.txns,
-                        i.logs,
-                        i.written.display()
-                    );
-                    Ok(())
-                }
-                Err(e) => {
-                    eprintln!("zkr: import failed: {e}");
-                    std::process::exit(1);
-                }
-            }
-        }
+        Command::ImportZookeeper(args) => std::process::exit(import_zookeeper(args)),
         Command::Serve(args) => {
             let cfg = match Config::from_args(&args) {
                 Ok(c) => c,

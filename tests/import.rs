@@ -8,9 +8,10 @@ use std::path::Path;
 #[test]
 fn imports_a_zookeeper_38_data_directory() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/zk38-small");
-    let (tree, snapshot, logs, txns) = zkr::import::load(&src, None).expect("import");
-    assert!(snapshot.is_some_and(|p| p.ends_with("snapshot.0")));
-    assert_eq!((logs, txns > 20), (1, true));
+    let loaded = zkr::import::load(&src, None, &Default::default()).expect("import");
+    assert!(loaded.snapshot.is_some_and(|p| p.ends_with("snapshot.0")));
+    assert_eq!((loaded.logs, loaded.txns > 20, loaded.losses.len()), (1, true, 0));
+    let tree = loaded.tree;
     let mut paths = Vec::new();
     tree.visit(|p, _| paths.push(p.to_string()));
     paths.sort();
@@ -52,7 +53,7 @@ fn imports_a_zookeeper_38_data_directory() {
 #[test]
 fn the_last_logged_zxid_is_the_imports_and_a_torn_record_does_not_count() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/zk38-small");
-    let (tree, ..) = zkr::import::load(&src, None).unwrap();
+    let tree = zkr::import::load(&src, None, &Default::default()).unwrap().tree;
     let last = zkr::import::last_logged(&src).unwrap();
     assert_eq!(last, Some(tree.last_zxid()));
 
@@ -76,9 +77,10 @@ fn import_refuses_a_used_data_directory_and_a_missing_source() {
     let out = std::env::temp_dir().join(format!("zkr-import-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/zk38-small");
-    zkr::import::import(&src, None, &out).expect("first import");
-    assert!(matches!(zkr::import::import(&src, None, &out), Err(zkr::import::ImportError::NotEmpty(_))));
-    assert!(matches!(zkr::import::load(&out.join("nothing"), None), Err(zkr::import::ImportError::Empty(_))));
+    let opts = zkr::import::Options::default();
+    zkr::import::import(&src, None, &out, &opts).expect("first import");
+    assert!(matches!(zkr::import::import(&src, None, &out, &opts), Err(zkr::import::ImportError::NotEmpty(_))));
+    assert!(matches!(zkr::import::load(&out.join("nothing"), None, &opts), Err(zkr::import::ImportError::Empty(_))));
 }
 
 use crate::common;

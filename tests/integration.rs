@@ -24,6 +24,7 @@ mod hostile_garbage;
 mod hostile_limits;
 mod hostile_logs;
 mod import;
+mod import_compressed;
 mod local_reads;
 mod log_damage;
 mod ops;

@@ -202,7 +202,7 @@ impl Ensemble {
 }
 
 /// Starts one ZooKeeper member on the zoo.cfg in `d`, its output appended to `d/zk.out`.
-fn spawn_member(launch: &Launch, d: &Path, props: &[String]) -> Child {
+pub(crate) fn spawn_member(launch: &Launch, d: &Path, props: &[String]) -> Child {
     let out = std::fs::OpenOptions::new().create(true).append(true).open(d.join("zk.out")).unwrap();
     let mut cmd = match launch {
         Launch::Debian => {

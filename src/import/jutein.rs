@@ -122,20 +122,54 @@ pub struct Stream<R> {
     pos: u64,
     label: PathBuf,
     max: usize,
+    /// A byte `at_end` took off the stream, handed out first by the next read.
+    peeked: Option<u8>,
 }
 
 impl<R: std::io::Read> Stream<R> {
     pub fn new(inner: R, label: PathBuf, max: usize) -> Stream<R> {
-        Stream { inner, pos: 0, label, max }
+        Stream { inner, pos: 0, label, max, peeked: None }
     }
 
     pub fn get_mut(&mut self) -> &mut R {
         &mut self.inner
     }
+
+    /// True if the stream has ended: no byte is left to read. Optional trailers (a snapshot's
+    /// digest, written by 3.6+ only) are told apart from their absence this way, as ZooKeeper
+    /// tells them by an `EOFException` at their first byte.
+    pub fn at_end(&mut self) -> Result<bool, ImportError> {
+        if self.peeked.is_some() {
+            return Ok(false);
+        }
+        let mut b = [0u8; 1];
+        loop {
+            match self.inner.read(&mut b) {
+                Ok(0) => return Ok(true),
+                Ok(_) => {
+                    self.peeked = Some(b[0]);
+                    return Ok(false);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(source) => {
+                    let what = "the end of the stream".to_owned();
+                    return Err(ImportError::Read { file: self.label.clone(), offset: self.pos, what, source });
+                }
+            }
+        }
+    }
 }
 
 impl<R: std::io::Read> Jute for Stream<R> {
-    fn fill(&mut self, out: &mut [u8], what: &str) -> Result<(), ImportError> {
+    fn fill(&mut self, mut out: &mut [u8], what: &str) -> Result<(), ImportError> {
+        if out.is_empty() {
+            return Ok(());
+        }
+        if let Some(b) = self.peeked.take() {
+            out[0] = b;
+            self.pos += 1;
+            out = &mut out[1..];
+        }
         self.inner.read_exact(out).map_err(|source| ImportError::Read {
             file: self.label.clone(),
             offset: self.pos,
@@ -166,17 +200,43 @@ impl<R: std::io::Read> Jute for Stream<R> {
 
 /// Adler-32, the checksum ZooKeeper's snapshots and logs use (java.util.zip.Adler32).
 pub fn adler32(data: &[u8]) -> u32 {
-    const MOD: u32 = 65521;
-    let (mut a, mut b) = (1u32, 0u32);
-    for chunk in data.chunks(5552) {
-        for &x in chunk {
-            a += x as u32;
-            b += a;
-        }
-        a %= MOD;
-        b %= MOD;
+    let mut a = Adler32::default();
+    a.update(data);
+    a.value()
+}
+
+/// Adler-32 computed as bytes go by: a ZooKeeper snapshot is sealed with the checksum of every
+/// byte before the seal (`CheckedOutputStream` around the whole stream, `SnapStream.sealStream`).
+#[derive(Debug, Clone, Copy)]
+pub struct Adler32 {
+    a: u32,
+    b: u32,
+}
+
+impl Default for Adler32 {
+    fn default() -> Self {
+        Adler32 { a: 1, b: 0 }
     }
-    (b << 16) | a
+}
+
+impl Adler32 {
+    const MOD: u32 = 65521;
+
+    pub fn update(&mut self, data: &[u8]) {
+        // 5552 bytes is the most that can be summed before b overflows a u32.
+        for chunk in data.chunks(5552) {
+            for &x in chunk {
+                self.a += x as u32;
+                self.b += self.a;
+            }
+            self.a %= Self::MOD;
+            self.b %= Self::MOD;
+        }
+    }
+
+    pub fn value(&self) -> u32 {
+        (self.b << 16) | self.a
+    }
 }
 
 #[cfg(test)]
@@ -186,6 +246,13 @@ mod tests {
     #[test]
     fn adler32_known_value() {
         assert_eq!(super::adler32(b"Wikipedia"), 0x11E6_0398);
+        // Fed in pieces across the 5552-byte block: the same value as at once.
+        let long: Vec<u8> = (0..20_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let mut a = super::Adler32::default();
+        for piece in long.chunks(333) {
+            a.update(piece);
+        }
+        assert_eq!(a.value(), super::adler32(&long));
     }
 
     #[test]

@@ -431,6 +431,8 @@ async fn start_member(
         let (raft, link, status, log) = (raft.clone(), link.clone(), status.clone(), log_for_votes);
         tokio::spawn(member::guard_elections(raft, link, status, log, started_ms, shutdown.clone()));
     }
+    // The leader's heartbeats on a lane of their own, never behind a large AppendEntries.
+    tokio::spawn(member::send_beats(raft.clone(), link.clone(), status.clone(), shutdown.clone()));
     let shared = Arc::new(parking_lot::RwLock::new(ens.clone()));
     tokio::spawn(member::propose(
         link,

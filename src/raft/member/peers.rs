@@ -21,8 +21,8 @@ pub struct PeerPort {
 
 /// Serves the peer port: openraft's RPCs and forward streams from other members.
 pub async fn serve_peers(port: PeerPort, mut listener: crate::listen::Listener, shutdown: CancellationToken) {
-    let PeerPort { link, raft, submitter, core, status, log, deaf_for } = port;
-    let deaf_until = std::time::Instant::now() + deaf_for;
+    let deaf_until = std::time::Instant::now() + port.deaf_for;
+    let port = Arc::new(port);
     loop {
         let accepted = tokio::select! {
             _ = shutdown.cancelled() => break,
@@ -41,9 +41,9 @@ pub async fn serve_peers(port: PeerPort, mut listener: crate::listen::Listener, 
             continue;
         }
         let _ = tcp.set_nodelay(true);
-        let (raft, core, status, stop) = (raft.clone(), core.clone(), status.clone(), shutdown.clone());
-        let (submitter, link, log) = (submitter.clone(), link.clone(), log.clone());
+        let (port, stop) = (port.clone(), shutdown.clone());
         tokio::spawn(async move {
+            let link = &port.link;
             let mut stream = match link.accept(tcp, peer).await {
                 Ok(s) => s,
                 Err(e) => {
@@ -62,8 +62,9 @@ pub async fn serve_peers(port: PeerPort, mut listener: crate::listen::Listener, 
                 _ = stop.cancelled() => Ok(()),
                 r = async {
                     match hello.kind {
-                        Kind::Rpc => serve_rpc(stream, hello.from, &raft, &status, &link, &log).await,
-                        Kind::Forward => serve_forward(stream, &raft, &submitter, &core, link.timing).await,
+                        Kind::Rpc => serve_rpc(stream, hello.from, &port).await,
+                        Kind::Forward => serve_forward(stream, &port).await,
+                        Kind::Beat => super::beats::serve_beats(stream, hello.from, &port.raft, &port.status).await,
                     }
                 } => r,
             };
@@ -85,17 +86,10 @@ pub async fn serve_peers(port: PeerPort, mut listener: crate::listen::Listener, 
 /// starts. A stream that ends while the leader still answers (openraft rebuilds its
 /// replication streams, e.g. after a membership change) changes nothing. The next
 /// AppendEntries, from whichever leader, makes this member a follower again.
-pub(super) async fn serve_rpc(
-    mut s: PeerStream,
-    from: MemberId,
-    raft: &Raft,
-    status: &Arc<MemberStatus>,
-    link: &Link,
-    log: &LogStore,
-) -> Result<(), wire::PeerError> {
+pub(super) async fn serve_rpc(mut s: PeerStream, from: MemberId, port: &PeerPort) -> Result<(), wire::PeerError> {
+    let (raft, status, link) = (&port.raft, &port.status, &port.link);
     let mut replicated = false;
-    let election_min = link.timing.election_min;
-    let result = serve_rpc_frames(&mut s, from, raft, status, log, election_min, &mut replicated).await;
+    let result = serve_rpc_frames(&mut s, from, port, &mut replicated).await;
     drop(s);
     let (me, leader, addr) = {
         let m = raft.metrics();
@@ -149,12 +143,11 @@ pub(super) async fn peer_is_gone(addr: &str, link: &Link) -> bool {
 pub(super) async fn serve_rpc_frames(
     s: &mut PeerStream,
     from: MemberId,
-    raft: &Raft,
-    status: &MemberStatus,
-    log: &LogStore,
-    election_min: Duration,
+    port: &PeerPort,
     replicated: &mut bool,
 ) -> Result<(), wire::PeerError> {
+    let (raft, status, log) = (&port.raft, &*port.status, &port.log);
+    let election_min = port.link.timing.election_min;
     loop {
         let req: RpcRequest = wire::read_frame(&mut *s).await?;
         let probe = matches!(
@@ -215,7 +208,7 @@ pub(super) async fn serve_rpc_frames(
                     matches!(&res, Ok(resp) if !matches!(resp, openraft::raft::AppendEntriesResponse::HigherVote(_)));
                 if let (Ok(resp), true) = (&res, from_our_leader) {
                     *replicated = true;
-                    status.leader_contact.store(crate::session::mono_ms().max(1), Ordering::Release);
+                    status.heard_leader();
                     status.leader_lost.store(false, Ordering::Release);
                     let last = raft.metrics().borrow().last_log_index.max(sent_up_to);
                     if resp.is_success() && status.amnesia.caught_up(term, commit, last) {
@@ -240,7 +233,7 @@ pub(super) async fn serve_rpc_frames(
                 // A deposed leader's snapshot is refused by openraft: it is no contact with a leader.
                 if r.vote >= raft.metrics().borrow().vote {
                     *replicated = true;
-                    status.leader_contact.store(crate::session::mono_ms().max(1), Ordering::Release);
+                    status.heard_leader();
                     status.leader_lost.store(false, Ordering::Release);
                 }
                 RpcResponse::Snapshot(raft.install_snapshot(r).await)
@@ -284,13 +277,8 @@ fn stale_leader(from: MemberId, term: u64) {
 /// is full this stops reading the stream (the follower's own queue then fills and fails its
 /// requests); replies wait in a bounded queue, and a follower that takes none of them for an
 /// election timeout loses the stream.
-pub(super) async fn serve_forward(
-    s: PeerStream,
-    raft: &Raft,
-    submitter: &Submitter,
-    core: &Upward,
-    timing: crate::raft::timing::Timing,
-) -> Result<(), wire::PeerError> {
+pub(super) async fn serve_forward(s: PeerStream, port: &PeerPort) -> Result<(), wire::PeerError> {
+    let (raft, submitter, core, timing) = (&port.raft, &port.submitter, &port.core, port.link.timing);
     let (mut rd, mut wr) = link::split(s);
     let (tx, mut rx) = mpsc::channel::<ForwardReply>(FORWARD_QUEUE);
     let gone = CancellationToken::new();

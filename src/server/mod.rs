@@ -408,6 +408,7 @@ async fn start_member(
         status: status.clone(),
         log: log_reader,
         deaf_for: Duration::from_millis(cfg.failpoints.deaf_peer_port_ms),
+        slow_appends: member::SlowAppends::new(cfg.failpoints.slow_appends_ms),
     };
     let listener = crate::listen::Listener::following(listener, peer_addr_rx, "peer");
     let peers = tokio::spawn(member::serve_peers(port, listener, shutdown.clone()));

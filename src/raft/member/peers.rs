@@ -17,6 +17,40 @@ pub struct PeerPort {
     pub log: LogStore,
     /// The `deaf-peer-port` failpoint: connections accepted this soon after start are closed.
     pub deaf_for: Duration,
+    /// The `slow-appends` failpoint (`SlowAppends`).
+    pub slow_appends: Option<SlowAppends>,
+}
+
+/// The `slow-appends=MS` failpoint: this member takes each AppendEntries that carries more than
+/// `SlowAppends::OVER` bytes of entries MS ms longer to append, one at a time, as a member whose
+/// disk takes that long to write them (smaller ones, heartbeats among them, as usual: the
+/// ensemble forms and elects as always). A test of the beat lane: a follower that heard its
+/// leader only through appends heard nothing for as long.
+pub struct SlowAppends {
+    delay: Duration,
+    disk: tokio::sync::Mutex<()>,
+}
+
+impl SlowAppends {
+    /// Entries above this size, encoded, are slow.
+    pub const OVER: u64 = 512 * 1024;
+
+    pub fn new(ms: u64) -> Option<SlowAppends> {
+        (ms > 0).then(|| SlowAppends { delay: Duration::from_millis(ms), disk: Default::default() })
+    }
+
+    /// Waits as the slow disk would for `r`'s entries; the guard holds the disk while `r` is
+    /// appended.
+    async fn write(&self, r: &openraft::raft::AppendEntriesRequest<crate::raft::types::Zkr>) -> Option<impl Drop + '_> {
+        let bytes: u64 = r.entries.iter().map(|e| bincode::serialized_size(e).unwrap_or(0)).sum();
+        if bytes <= Self::OVER {
+            return None;
+        }
+        let disk = self.disk.lock().await;
+        tracing::info!(bytes, "failpoint slow-appends: this append takes {:?} longer", self.delay);
+        tokio::time::sleep(self.delay).await;
+        Some(disk)
+    }
 }
 
 /// Serves the peer port: openraft's RPCs and forward streams from other members.
@@ -203,7 +237,12 @@ pub(super) async fn serve_rpc_frames(
                 // A successful append means this member's log matches the leader's up to the
                 // request's last entry: exact, where the metrics may not show the append yet.
                 let sent_up_to = r.entries.last().map(|e| e.log_id.index).or(r.prev_log_id.map(|p| p.index));
+                let slow = match &port.slow_appends {
+                    Some(disk) => disk.write(&r).await,
+                    None => None,
+                };
                 let res = raft.append_entries(r).await;
+                drop(slow);
                 let from_our_leader =
                     matches!(&res, Ok(resp) if !matches!(resp, openraft::raft::AppendEntriesResponse::HigherVote(_)));
                 if let (Ok(resp), true) = (&res, from_our_leader) {

@@ -819,6 +819,54 @@ async fn a_member_whose_newest_snapshot_is_damaged_falls_back_and_catches_up() {
     cl.shutdown().await;
 }
 
+/// Issue 38 item 4: the leader's newest snapshot damaged on its disk (only its `.meta` was read
+/// before it went out), and a follower that needs a snapshot (wiped, the leader's log purged):
+/// every install failed and the follower stopped, after every restart. The leader now checks a
+/// snapshot whole before it sends it, sets a damaged one aside and takes a new one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_leader_sends_only_a_snapshot_it_has_checked() {
+    let mut cfgs = ensemble_configs(3);
+    for c in &mut cfgs {
+        c.snap_count = 50;
+    }
+    let mut cl = Cluster::start_with(cfgs).await;
+    let leader = cl.leader().await;
+    let victim = cl.follower(leader);
+    let c = client(&cl.addr(leader)).await;
+    c.create("/s", b"", &persistent()).await.unwrap();
+    cl.stop(victim).await;
+    for n in 0..400 {
+        c.create(&format!("/s/n{n}"), &[b'y'; 40], &persistent()).await.unwrap();
+    }
+    let raft = cl.cfgs[leader].data_dir.join("raft");
+    common::eventually("the leader purged its log", || async { raft.join("purged").exists() }).await;
+    // The last snapshot the writes started may still be on its way: damage the newest once no
+    // newer one came for a second.
+    let mut snap = newest_file(&raft.join("snap"), "snapshot.");
+    loop {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let now = newest_file(&raft.join("snap"), "snapshot.");
+        if now == snap {
+            break;
+        }
+        snap = now;
+    }
+    let size = std::fs::metadata(&snap).unwrap().len();
+    {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::OpenOptions::new().write(true).open(&snap).unwrap();
+        f.write_all_at(&[0x5a; 32], size / 2).unwrap();
+    }
+    std::fs::remove_dir_all(&cl.cfgs[victim].data_dir).unwrap();
+    cl.restart(victim).await;
+    converged(&cl).await;
+    let back = client(&cl.addr(victim)).await;
+    back.sync("/").await.unwrap();
+    assert_eq!(back.list_children("/s").await.unwrap().len(), 400, "the follower has every node");
+    assert!(files_in(&raft.join("snap").join("damaged")) > 0, "the leader set its damaged snapshot aside");
+    cl.shutdown().await;
+}
+
 /// Found by the fault suite (nemesis log-corrupt, seed 848545265): the leader killed, its log
 /// truncated inside its last record, restarted before the others elected anyone. openraft
 /// restores a member whose saved vote is its own committed one as the leader of that term at

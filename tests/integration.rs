@@ -14,6 +14,7 @@ mod dubbo;
 mod durability;
 mod ensemble;
 mod ensemble_big_writes;
+mod ensemble_crash;
 mod ensemble_guarantees;
 mod ensemble_sasl;
 mod ensemble_tls;

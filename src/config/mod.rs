@@ -54,6 +54,62 @@ pub struct Failpoints {
     /// carries more than 512 KiB of entries, one at a time, as a member with a disk that slow
     /// (`raft::member::SlowAppends`).
     pub slow_appends_ms: u64,
+    /// `crash-at=NAME`: the process aborts at that step (as a kill -9 would stop it there).
+    pub crash_at: Option<CrashPoint>,
+}
+
+/// The steps of recovery and of snapshots a test can stop a member at (`crash-at=NAME`): each
+/// fsync, rename or unlink whose order decides what a crash leaves behind (the steps ALICE and
+/// CrashMonkey enumerate).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CrashPoint {
+    /// The amnesia marker written, the damaged log not cut yet.
+    AmnesiaMarked,
+    /// The damaged segment's copy kept in `damaged/`, the segment not zeroed yet.
+    LogCutCopied,
+    /// The damaged segment zeroed from the bad record on, later segments not moved yet.
+    LogCutZeroed,
+    /// Later segments moved aside, the commit hint not yet.
+    LogCutMoved,
+    /// A log that does not reach back to the snapshot set aside, the member not started.
+    LogSetAside,
+    /// Setting a diverged member's Raft state aside: the first file moved, the rest not.
+    DivergeMovedOne,
+    /// An empty member's probe marked as started, nothing asked yet.
+    ProbeMarked,
+    /// A snapshot's tree file written and renamed, its `.meta` not written yet.
+    SnapshotWritten,
+    /// A snapshot's `.meta` written, older snapshots not purged yet.
+    SnapshotMeta,
+    /// A snapshot from the leader renamed into place, its `.meta` not written yet.
+    InstallRenamed,
+}
+
+impl CrashPoint {
+    pub const ALL: [(&'static str, CrashPoint); 10] = [
+        ("amnesia-marked", CrashPoint::AmnesiaMarked),
+        ("log-cut-copied", CrashPoint::LogCutCopied),
+        ("log-cut-zeroed", CrashPoint::LogCutZeroed),
+        ("log-cut-moved", CrashPoint::LogCutMoved),
+        ("log-set-aside", CrashPoint::LogSetAside),
+        ("diverge-moved-one", CrashPoint::DivergeMovedOne),
+        ("probe-marked", CrashPoint::ProbeMarked),
+        ("snapshot-written", CrashPoint::SnapshotWritten),
+        ("snapshot-meta", CrashPoint::SnapshotMeta),
+        ("install-renamed", CrashPoint::InstallRenamed),
+    ];
+
+    pub fn name(self) -> &'static str {
+        CrashPoint::ALL.iter().find(|(_, p)| *p == self).map_or("?", |(n, _)| n)
+    }
+
+    /// Aborts the process if `at` names this step (the member's failpoint).
+    pub fn hit(self, at: Option<CrashPoint>) {
+        if at == Some(self) {
+            eprintln!("failpoint crash-at={}: the process stops here", self.name());
+            std::process::abort();
+        }
+    }
 }
 
 impl Failpoints {
@@ -68,6 +124,13 @@ impl Failpoints {
                 }
                 other if other.starts_with("slow-appends=") => {
                     f.slow_appends_ms = millis("slow-appends", &other["slow-appends=".len()..])?;
+                }
+                other if other.starts_with("crash-at=") => {
+                    let at = &other["crash-at=".len()..];
+                    let point = CrashPoint::ALL.iter().find(|(n, _)| *n == at).map(|(_, p)| *p);
+                    f.crash_at = Some(point.ok_or_else(|| {
+                        ConfigError::Invalid(format!("ZKR_FAILPOINTS: crash-at names no step: {at:?}"))
+                    })?);
                 }
                 other => return Err(ConfigError::Invalid(format!("ZKR_FAILPOINTS: unknown failpoint {other:?}"))),
             }

@@ -37,6 +37,9 @@
 //! ```text
 //! <raft>/amnesia   the marker (bincode | crc32, `log_store::write_small`): why, and the term floor;
 //!                  present while the member is amnesiac, across restarts; removed once whole
+//! <raft>/probing   present from the start of an empty member's probe until its verdict: a
+//!                  leader's first append writes `vote` meanwhile, and a member that crashed then
+//!                  must probe again at its next start, not count as one that was never empty
 //! ```
 
 use super::log_store::{read_small, sync_dir, write_small};
@@ -76,6 +79,36 @@ pub fn mark(raft_dir: &Path, marker: &Marker) -> Result<(), StorageError> {
 /// Removes the marker: the member is whole.
 pub fn clear(raft_dir: &Path) -> Result<(), StorageError> {
     let p = path(raft_dir);
+    match std::fs::remove_file(&p) {
+        Ok(()) => {
+            sync_dir(raft_dir);
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(StorageError::io(&p, e)),
+    }
+}
+
+fn probing_path(raft_dir: &Path) -> PathBuf {
+    raft_dir.join("probing")
+}
+
+/// True while an empty member's probe has not reached its verdict (across restarts).
+pub fn probing(raft_dir: &Path) -> bool {
+    probing_path(raft_dir).exists()
+}
+
+/// Records durably that the member starts its probe (before it takes part in anything).
+pub fn mark_probing(raft_dir: &Path) -> Result<(), StorageError> {
+    let p = probing_path(raft_dir);
+    write_small(&p, &(), true).map_err(|e| StorageError::io(&p, e))?;
+    sync_dir(raft_dir);
+    Ok(())
+}
+
+/// Removes the probe's marker: its verdict is kept, or no longer wanted.
+pub fn clear_probing(raft_dir: &Path) -> Result<(), StorageError> {
+    let p = probing_path(raft_dir);
     match std::fs::remove_file(&p) {
         Ok(()) => {
             sync_dir(raft_dir);
@@ -170,6 +203,11 @@ impl Amnesia {
                 State::Lost(m)
             }
         };
+        // The verdict is kept (the amnesia marker above, or nothing for a whole member): the
+        // probe need not run again.
+        if let Some(dir) = &self.dir {
+            clear_probing(dir)?;
+        }
         Ok(())
     }
 

@@ -43,18 +43,27 @@ pub fn marked(raft_dir: &Path) -> std::io::Result<Option<String>> {
 }
 
 /// Moves everything in `raft_dir` but the incarnation counter into `raft_dir/diverged-<secs>/`.
-/// Returns where it went.
-pub fn set_aside(raft_dir: &Path) -> std::io::Result<PathBuf> {
+/// Returns where it went. The `diverged` mark goes last, once everything else has moved and the
+/// moves are durable: a crash in between leaves the mark, and the next start moves the rest
+/// (the member never starts with part of its old state, a log without its vote, say).
+pub fn set_aside(raft_dir: &Path, crash: Option<crate::config::CrashPoint>) -> std::io::Result<PathBuf> {
     let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let to = raft_dir.join(format!("diverged-{secs}"));
     std::fs::create_dir_all(&to)?;
     for e in std::fs::read_dir(raft_dir)?.flatten() {
         let name = e.file_name();
-        let keep = name == "incarnation" || name.to_string_lossy().starts_with("diverged-");
+        let keep = name == "incarnation" || name == "diverged" || name.to_string_lossy().starts_with("diverged-");
         if !keep {
             std::fs::rename(e.path(), to.join(&name))?;
+            crate::config::CrashPoint::DivergeMovedOne.hit(crash);
         }
     }
+    sync_dir(&to);
+    sync_dir(raft_dir);
+    std::fs::rename(raft_dir.join("diverged"), to.join("diverged")).or_else(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Ok(()),
+        _ => Err(e),
+    })?;
     sync_dir(&to);
     sync_dir(raft_dir);
     Ok(to)
@@ -72,10 +81,31 @@ mod tests {
         std::fs::write(d.join("vote"), b"v").unwrap();
         std::fs::write(d.join("incarnation"), b"i").unwrap();
         std::fs::write(d.join("log").join("seg.1"), b"s").unwrap();
-        let to = set_aside(&d).unwrap();
+        mark(&d, "test").unwrap();
+        let to = set_aside(&d, None).unwrap();
         assert!(super::super::is_pristine(&d));
         assert!(to.join("vote").exists() && to.join("log").join("seg.1").exists());
         assert!(d.join("incarnation").exists());
+        assert!(marked(&d).unwrap().is_none() && to.join("diverged").exists(), "the mark goes last");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// A crash part way through: the mark is still there, so the next start moves the rest.
+    #[test]
+    fn a_set_aside_cut_short_is_finished_at_the_next_start() {
+        let d = std::env::temp_dir().join(format!("zkr-diverge-cut-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("log")).unwrap();
+        std::fs::write(d.join("log").join("seg.1"), b"s").unwrap();
+        mark(&d, "test").unwrap();
+        // The first run moved `vote` and died.
+        let first = d.join("diverged-1");
+        std::fs::create_dir_all(&first).unwrap();
+        std::fs::write(first.join("vote"), b"v").unwrap();
+        assert!(marked(&d).unwrap().is_some(), "the mark outlives the crash");
+        let to = set_aside(&d, None).unwrap();
+        assert!(to.join("log").join("seg.1").exists() && !d.join("log").exists());
+        assert!(marked(&d).unwrap().is_none());
         std::fs::remove_dir_all(&d).unwrap();
     }
 }

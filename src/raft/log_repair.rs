@@ -4,6 +4,7 @@
 
 use super::log_store::{read_small, sync_dir, write_small};
 use super::types::Vote;
+use crate::config::CrashPoint;
 pub(crate) use crate::storage::damage::set_aside;
 use std::path::{Path, PathBuf};
 
@@ -11,15 +12,23 @@ use std::path::{Path, PathBuf};
 /// `<raft>/log/damaged/seg.<first>.corrupt-<secs>`, zeroed from `offset` on, and every later
 /// segment is moved to `damaged/` (nothing is deleted). The commit hint goes too: entries past
 /// the cut that were committed come back from the leader, as after a wipe. Returns what it did.
-pub fn cut_at(raft_dir: &Path, file: &Path, offset: u64) -> Result<Vec<String>, crate::storage::StorageError> {
+/// `crash`: the test failpoint that may stop the process between the steps.
+pub fn cut_at(
+    raft_dir: &Path,
+    file: &Path,
+    offset: u64,
+    crash: Option<CrashPoint>,
+) -> Result<Vec<String>, crate::storage::StorageError> {
     use crate::storage::{damage, StorageError as E};
     let mut did = Vec::new();
     let bytes = std::fs::read(file).map_err(|e| E::io(file, e))?;
     let written = bytes.iter().rposition(|b| *b != 0).map_or(0, |p| p as u64 + 1);
     let copy = damage::keep_copy(file, written.max(offset.min(bytes.len() as u64)), "corrupt")?;
     did.push(format!("copied {} to {}", file.display(), copy.display()));
+    CrashPoint::LogCutCopied.hit(crash);
     damage::zero_from(file, offset)?;
     did.push(format!("cut {} at offset {offset}", file.display()));
+    CrashPoint::LogCutZeroed.hit(crash);
     let dir = raft_dir.join("log");
     let damaged = dir.join("damaged");
     let cut_name = file.file_name().map(|n| n.to_owned());
@@ -29,6 +38,7 @@ pub fn cut_at(raft_dir: &Path, file: &Path, offset: u64) -> Result<Vec<String>, 
             did.push(format!("moved {} to {}", later.display(), set_aside(&later, &damaged, "dropped")?.display()));
         }
     }
+    CrashPoint::LogCutMoved.hit(crash);
     let committed = raft_dir.join("committed");
     if committed.exists() {
         did.push(format!("moved the commit hint to {}", set_aside(&committed, &damaged, "dropped")?.display()));

@@ -40,7 +40,7 @@ pub mod timing;
 pub mod types;
 pub mod wire;
 
-use crate::config::Config;
+use crate::config::{Config, CrashPoint};
 use crate::tree::DataTree;
 use members::Ensemble;
 use std::path::{Path, PathBuf};
@@ -79,10 +79,12 @@ pub fn recover(cfg: &Config) -> Result<Recovered, crate::storage::StorageError> 
     use crate::storage::StorageError as E;
     let dir = raft_dir(cfg);
     if let Some(why) = diverge::marked(&dir).map_err(|e| E::io(&dir.join("diverged"), e))? {
-        let to = diverge::set_aside(&dir).map_err(|e| E::io(&dir, e))?;
+        let to = diverge::set_aside(&dir, cfg.failpoints.crash_at).map_err(|e| E::io(&dir, e))?;
         tracing::warn!(%why, moved_to = %to.display(), "this member diverged from its leader: its Raft state is set aside, and it starts over as an empty member");
     }
-    let pristine = is_pristine(&dir);
+    // An empty member's probe that a crash cut short runs again: a leader's first append wrote
+    // `vote` meanwhile, but the member is no less empty (`amnesia::probing`).
+    let pristine = is_pristine(&dir) || amnesia::probing(&dir);
     let vote_term = || -> Result<u64, E> {
         let p = dir.join("vote");
         Ok(log_store::read_small::<types::Vote>(&p).map_err(|e| E::io(&p, e))?.map_or(0, |v| v.leader_id.term))
@@ -96,7 +98,8 @@ pub fn recover(cfg: &Config) -> Result<Recovered, crate::storage::StorageError> 
             // that votes (a crash after the marker cuts again at the next start).
             let why = format!("its log was cut at a damaged record of {}", file.display());
             amnesia::mark(&dir, &amnesia::Marker { reason: why, floor_term: vote_term()? })?;
-            let did = log_repair::cut_at(&dir, &file, offset)?;
+            CrashPoint::AmnesiaMarked.hit(cfg.failpoints.crash_at);
+            let did = log_repair::cut_at(&dir, &file, offset, cfg.failpoints.crash_at)?;
             tracing::warn!(file = %file.display(), offset, %reason, did = %did.join("; "),
                 "damaged raft log: cut at its first bad record; the leader sends this member what it lost");
             log_store::LogStore::open(&dir, cfg.force_sync)?
@@ -114,6 +117,7 @@ pub fn recover(cfg: &Config) -> Result<Recovered, crate::storage::StorageError> 
         let why = "its log did not reach back to the newest snapshot it could read".to_owned();
         amnesia::mark(&dir, &amnesia::Marker { reason: why, floor_term: vote_term()? })?;
         let did = log_repair::set_aside_all(&dir, "unreachable")?;
+        CrashPoint::LogSetAside.hit(cfg.failpoints.crash_at);
         tracing::warn!(snapshot = ?applied, did = %did.join("; "),
             "the raft log does not reach back to the snapshot this member has: log set aside; the leader sends a snapshot");
         log_store::LogStore::open(&dir, cfg.force_sync)?
@@ -129,6 +133,10 @@ pub fn recover(cfg: &Config) -> Result<Recovered, crate::storage::StorageError> 
         None if pristine && voter => amnesia::State::Probing,
         None => amnesia::State::Whole,
     };
+    if amnesia == amnesia::State::Probing && !cfg.accept_data_loss {
+        amnesia::mark_probing(&dir)?;
+        CrashPoint::ProbeMarked.hit(cfg.failpoints.crash_at);
+    }
     if let amnesia::State::Lost(m) = &amnesia {
         if cfg.accept_data_loss {
             tracing::warn!(reason = %m.reason, "zkr.acceptDataLoss: this member votes again although it lost log entries it may have acknowledged; writes only it and members that are gone held are lost");
@@ -138,6 +146,7 @@ pub fn recover(cfg: &Config) -> Result<Recovered, crate::storage::StorageError> 
             tracing::warn!(reason = %m.reason, "this member lost log entries it may have acknowledged: it does not vote until a leader elected without it has caught it up (zkr.acceptDataLoss=true accepts the loss instead)");
         }
     } else if amnesia == amnesia::State::Probing && cfg.accept_data_loss {
+        amnesia::clear_probing(&dir)?;
         amnesia = amnesia::State::Whole;
     }
     Ok(Recovered { first_seq, tree, applied, membership, log, snap_dir, amnesia })

@@ -15,8 +15,17 @@
 //! own elections are switched off and `member::guard_elections` switches them on only while a
 //! pre-vote is won. This file holds the decisions, without I/O: what a voter answers, and
 //! whether the answers are a quorum.
+//!
+//! A voter's answer also says whether it hears a leader at all (`Answer::leaderless`). The
+//! election at once after a dead leader (`member::peers::elect_after_leader_loss`) needs a
+//! quorum that agrees the leader is gone, not a quorum that would vote for this member: a
+//! survivor whose log is behind another's is denied its vote, yet must still campaign, since
+//! only its own candidacy ends the lease it holds for the dead leader and lets the survivor with
+//! the longer log win. A follower that alone cannot reach a live leader (a link that resets, a
+//! firewall that refuses) finds the others hearing it and does not campaign.
 
 use super::types::{LogId, MemberId};
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 
 /// What a voter knows when a candidate asks it.
@@ -33,8 +42,8 @@ pub struct Hearing {
     pub refuses: Option<&'static str>,
 }
 
-/// Why a voter would not vote for the candidate now.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// Why a voter would not vote for the candidate now (sent back over the peer link).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
 pub enum Denial {
     #[error("it leads, with a quorum that answered {0} ms ago")]
     Leads(u64),
@@ -43,7 +52,25 @@ pub enum Denial {
     #[error("its log is ahead of the candidate's ({mine:?} > {theirs:?})")]
     LogAhead { mine: Option<LogId>, theirs: Option<LogId> },
     #[error("{0}")]
-    Refuses(&'static str),
+    Refuses(String),
+}
+
+/// A voter's whole answer: its pre-vote, and whether it hears no leader either.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Answer {
+    pub vote: Result<(), Denial>,
+    /// It neither leads with a quorum nor heard from a leader within the shortest election
+    /// timeout.
+    pub leaderless: bool,
+}
+
+/// The voter's answer to a candidate whose log ends at `candidate_last` (see `answer`).
+pub fn answer_with_leader(h: &Hearing, candidate_last: Option<LogId>, election_min_ms: u64) -> Answer {
+    let recent = |ms: Option<u64>| ms.is_some_and(|ms| ms < election_min_ms);
+    Answer {
+        vote: answer(h, candidate_last, election_min_ms),
+        leaderless: !recent(h.leads_acked_ms_ago) && !recent(h.leader_heard_ms_ago),
+    }
 }
 
 /// A voter's answer to a pre-vote from a candidate whose log ends at `candidate_last`:
@@ -51,7 +78,7 @@ pub enum Denial {
 /// timeout: a live leader's heartbeats come far more often) or its log is ahead.
 pub fn answer(h: &Hearing, candidate_last: Option<LogId>, election_min_ms: u64) -> Result<(), Denial> {
     if let Some(why) = h.refuses {
-        return Err(Denial::Refuses(why));
+        return Err(Denial::Refuses(why.to_owned()));
     }
     if let Some(ms) = h.leads_acked_ms_ago.filter(|ms| *ms < election_min_ms) {
         return Err(Denial::Leads(ms));
@@ -114,7 +141,25 @@ mod tests {
     #[test]
     fn an_amnesiac_voter_denies_with_its_reason() {
         let h = Hearing { refuses: Some("lost data"), ..silent(None) };
-        assert_eq!(answer(&h, log(9, 9), 1000), Err(Denial::Refuses("lost data")));
+        assert_eq!(answer(&h, log(9, 9), 1000), Err(Denial::Refuses("lost data".into())));
+    }
+
+    /// A voter whose log is ahead denies its vote but, hearing no leader, agrees the leader is
+    /// gone; one that hears its leader (or leads) does not, whatever the logs.
+    #[test]
+    fn a_voter_says_whether_it_hears_a_leader_apart_from_its_vote() {
+        let ahead = silent(log(3, 9));
+        let a = answer_with_leader(&ahead, log(3, 5), 1000);
+        assert!(matches!(a.vote, Err(Denial::LogAhead { .. })) && a.leaderless);
+        let hears = Hearing { leader_heard_ms_ago: Some(30), ..silent(log(3, 5)) };
+        let a = answer_with_leader(&hears, log(3, 9), 1000);
+        assert!(a.vote.is_err() && !a.leaderless);
+        let leads = Hearing { leads_acked_ms_ago: Some(30), ..silent(log(3, 5)) };
+        assert!(!answer_with_leader(&leads, log(3, 9), 1000).leaderless);
+        let amnesiac = Hearing { refuses: Some("lost data"), ..silent(None) };
+        assert!(answer_with_leader(&amnesiac, log(3, 9), 1000).leaderless, "it hears no leader either");
+        let stale = Hearing { leader_heard_ms_ago: Some(4000), ..silent(log(3, 5)) };
+        assert_eq!(answer_with_leader(&stale, log(3, 5), 1000), Answer { vote: Ok(()), leaderless: true });
     }
 
     #[test]

@@ -13,6 +13,7 @@
 use super::log_store::{read_small, write_small};
 use super::seam::{Committed, CommittedPayload, ReplMsg, Up, Upward};
 use super::types::{sm_err, sm_msg, Entry, LogId, Membership, SnapshotMeta, StorageError, Zkr};
+use crate::config::CrashPoint;
 use crate::tree::DataTree;
 use openraft::storage::{RaftStateMachine, Snapshot};
 use openraft::{EntryPayload, RaftSnapshotBuilder};
@@ -85,6 +86,8 @@ pub struct StateMachine {
     membership: Membership,
     /// The file a snapshot from the leader is being received into.
     receiving: Option<PathBuf>,
+    /// The test failpoint that may stop the process between a snapshot's steps.
+    crash: Option<CrashPoint>,
 }
 
 pub fn meta_path(snapshot: &Path) -> PathBuf {
@@ -160,7 +163,13 @@ impl StateMachine {
                 }
             }
         }
-        StateMachine { core, due, dir, applied, membership, receiving: None }
+        StateMachine { core, due, dir, applied, membership, receiving: None, crash: None }
+    }
+
+    /// Stops the process at `crash` (a test's failpoint), if it names a snapshot's step.
+    pub fn with_crash_point(mut self, crash: Option<CrashPoint>) -> Self {
+        self.crash = crash;
+        self
     }
 
     async fn to_core(&self, up: Up) -> Result<(), StorageError> {
@@ -177,6 +186,7 @@ pub struct Builder {
     core: Upward,
     due: Arc<SnapshotDue>,
     dir: PathBuf,
+    crash: Option<CrashPoint>,
 }
 
 impl RaftSnapshotBuilder<Zkr> for Builder {
@@ -193,12 +203,14 @@ impl RaftSnapshotBuilder<Zkr> for Builder {
             last_membership: view.membership.clone(),
             snapshot_id: view.log_id.map_or("0-0".to_owned(), |l| format!("{}-{}", l.leader_id.term, l.index)),
         };
-        let m = meta.clone();
+        let (m, crash) = (meta.clone(), self.crash);
         let path = tokio::task::spawn_blocking(move || -> Result<PathBuf, crate::storage::StorageError> {
             std::fs::create_dir_all(&dir).map_err(|e| crate::storage::StorageError::io(&dir, e))?;
             let path = crate::storage::snapshot::write(&dir, &view.tree)?;
+            CrashPoint::SnapshotWritten.hit(crash);
             let mp = meta_path(&path);
             write_small(&mp, &m, true).map_err(|e| crate::storage::StorageError::io(&mp, e))?;
+            CrashPoint::SnapshotMeta.hit(crash);
             purge(&dir);
             Ok(path)
         })
@@ -252,7 +264,7 @@ impl RaftStateMachine<Zkr> for StateMachine {
     }
 
     async fn get_snapshot_builder(&mut self) -> Builder {
-        Builder { core: self.core.clone(), due: self.due.clone(), dir: self.dir.clone() }
+        Builder { core: self.core.clone(), due: self.due.clone(), dir: self.dir.clone(), crash: self.crash }
     }
 
     async fn begin_receiving_snapshot(&mut self) -> Result<Box<tokio::fs::File>, StorageError> {
@@ -280,12 +292,13 @@ impl RaftStateMachine<Zkr> for StateMachine {
         let Some(received) = self.receiving.take() else {
             return Err(sm_msg("a snapshot to install that was never received"));
         };
-        let dir = self.dir.clone();
+        let (dir, crash) = (self.dir.clone(), self.crash);
         let m = meta.clone();
         let tree = tokio::task::spawn_blocking(move || -> Result<DataTree, crate::storage::StorageError> {
             let tree = crate::storage::snapshot::read(&received)?;
             let path = dir.join(crate::storage::snapshot::file_name(tree.last_zxid()));
             std::fs::rename(&received, &path).map_err(|e| crate::storage::StorageError::io(&path, e))?;
+            CrashPoint::InstallRenamed.hit(crash);
             let mp = meta_path(&path);
             write_small(&mp, &m, true).map_err(|e| crate::storage::StorageError::io(&mp, e))?;
             purge(&dir);
@@ -310,8 +323,27 @@ impl RaftStateMachine<Zkr> for StateMachine {
         Ok(())
     }
 
+    /// The snapshot openraft sends a follower that needs one. The leader checks it whole first:
+    /// a damaged one (its `.meta` alone says nothing of the tree file) made every follower that
+    /// installed it fail and stop, after every restart. It is set aside with its `.meta` and a
+    /// new one taken from the tree (an older one may lie before what the log still holds).
     async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot<Zkr>>, StorageError> {
         let Some((meta, path)) = latest(&self.dir).map_err(sm_err)? else { return Ok(None) };
+        let checked = path.clone();
+        let whole = tokio::task::spawn_blocking(move || crate::storage::snapshot_check::verify(&checked))
+            .await
+            .map_err(sm_err)?;
+        if let Err(why) = whole {
+            let damaged = self.dir.join("damaged");
+            let to = super::log_repair::set_aside(&path, &damaged, "corrupt").map_err(sm_err)?;
+            let mp = meta_path(&path);
+            if mp.exists() {
+                super::log_repair::set_aside(&mp, &damaged, "corrupt").map_err(sm_err)?;
+            }
+            tracing::warn!(file = %path.display(), moved_to = %to.display(), id = %meta.snapshot_id,
+                "the snapshot a follower needs is damaged ({why}): set aside, taking a new one to send");
+            return self.get_snapshot_builder().await.build_snapshot().await.map(Some);
+        }
         let f = tokio::fs::File::open(&path).await.map_err(sm_err)?;
         Ok(Some(Snapshot { meta, snapshot: Box::new(f) }))
     }

@@ -130,6 +130,10 @@ pub enum RpcRequest {
     /// Would this member vote for a candidate whose log ends here (see `prevote`)? No side
     /// effect. A member of an older release closes the connection: the asker counts it as yes.
     PreVote(Option<LogId>),
+    /// A pre-vote whose answer also says whether the voter hears a leader (`prevote::Answer`).
+    /// Last, so that the tags before it keep their numbers: a member of an older release cannot
+    /// read it and closes the connection, which the candidate takes as a grant.
+    PreVoteWithLeader(Option<LogId>),
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -148,6 +152,7 @@ pub enum RpcResponse {
     StateProbeOf(super::amnesia::Standing),
     /// Yes, or why not (`prevote::Denial`, as the candidate logs it).
     PreVote(Result<(), String>),
+    PreVoteWithLeader(crate::raft::prevote::Answer),
 }
 
 /// Leader → member on a beat connection: "I lead with this vote".

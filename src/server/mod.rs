@@ -387,7 +387,8 @@ async fn start_member(
     let log_reader = log.clone();
     let log_for_votes = log.clone();
     let due = state_machine::SnapshotDue::new(cfg.snap_count);
-    let sm = state_machine::StateMachine::new(up.clone(), due.clone(), snap_dir, applied, membership);
+    let sm = state_machine::StateMachine::new(up.clone(), due.clone(), snap_dir, applied, membership)
+        .with_crash_point(cfg.failpoints.crash_at);
     let raft = crate::raft::types::Raft::new(me, Arc::new(raft_cfg), network::Network::new(link.clone()), log, sm)
         .await
         .map_err(|e| StartError::Ensemble(format!("cannot start Raft: {e}")))?;

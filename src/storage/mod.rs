@@ -16,6 +16,7 @@ pub mod record;
 pub mod repair;
 pub mod segment;
 pub mod snapshot;
+pub mod snapshot_check;
 pub mod wal;
 mod window;
 

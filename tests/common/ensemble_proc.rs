@@ -118,6 +118,36 @@ impl ProcEnsemble {
         self.spawn(i);
     }
 
+    /// The environment of members started from now on (failpoints).
+    pub fn set_env(&mut self, env: &[(&str, &str)]) {
+        self.env = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    }
+
+    /// Member `i`'s data directory.
+    pub fn data_dir(&self, i: usize) -> PathBuf {
+        self.dir.join(format!("m{}", i + 1))
+    }
+
+    /// kill -9 of member `i`, waited for.
+    pub fn kill(&mut self, i: usize) {
+        if let Some(mut c) = self.children[i].take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Member `i`'s exit code once it exits within `within` (-1 for a signal), None if it runs on.
+    pub fn wait_exit(&mut self, i: usize, within: Duration) -> Option<i32> {
+        let until = std::time::Instant::now() + within;
+        while std::time::Instant::now() < until {
+            if let Some(code) = self.exited(i) {
+                return Some(code);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+
     /// Member `i`'s exit code once it has exited (None while it runs).
     pub fn exited(&mut self, i: usize) -> Option<i32> {
         let c = self.children[i].as_mut()?;

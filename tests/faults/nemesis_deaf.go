@@ -96,7 +96,7 @@ func (w *keptWL) Result() Cell {
 		w.p.fill(&c, "")
 		return c
 	}
-	summary := fmt.Sprintf("m%d led in epoch %d at all %d polls, through %d rounds of a deaf follower", w.leader.ID, w.epoch, w.polls, w.rounds)
+	summary := fmt.Sprintf("m%d led in epoch %d at all %d polls, through %d rounds of the nemesis", w.leader.ID, w.epoch, w.polls, w.rounds)
 	if w.rounds == 0 {
 		w.p.add("vacuous: no round ran")
 	}

@@ -3,8 +3,8 @@ package main
 // The nemeses of "no leader is ever elected without an acknowledged write" (issue 22, item 4):
 // a follower F2 is killed; writes are acknowledged by the leader L and the other follower F1
 // alone; L is killed and stays down; F1 is killed and loses its record of those writes (one
-// byte of the first of them flipped: a bad sector; or its data directory wiped: a replaced
-// disk); F1 and F2 restart. The two of them must not elect a leader: it would serve a tree
+// byte of the first of them flipped, or of the last record F1 wrote, complete and fsync'd:
+// a bad sector; or its data directory wiped: a replaced disk); F1 and F2 restart. The two of them must not elect a leader: it would serve a tree
 // without writes the clients were told were committed, and L, when it returns, would be told
 // to throw them away. L comes back at the heal, and every acknowledged write must be there:
 // the workloads' checkers count a lost acknowledged write as a violation whatever the members
@@ -24,18 +24,35 @@ func init() {
 			Name: "lose-acked-log", What: "writes acknowledged by the leader and one follower; the leader killed, that follower's record of the first of them damaged (a flipped byte); the others restart without the leader",
 			Destructive: true,
 			Hold:        holdBetween(5*time.Second, 7*time.Second),
-			Apply:       func(f *Faults, r *mrand.Rand) string { return loseAcked(f, r, false) },
+			Apply:       func(f *Faults, r *mrand.Rand) string { return loseAcked(f, r, damageFirst) },
+		},
+		Nemesis{
+			// Issue 38 item 1: a complete last record damaged after its fsync is not a torn write
+			// (which was never acknowledged): cutting it as one let F1 and F2 elect without it.
+			Name: "lose-acked-last", What: "writes acknowledged by the leader and one follower; the leader killed, a byte in the middle of that follower's last record flipped (complete and fsync'd, so not a torn write); the others restart without the leader",
+			Destructive: true,
+			Hold:        holdBetween(5*time.Second, 7*time.Second),
+			Apply:       func(f *Faults, r *mrand.Rand) string { return loseAcked(f, r, damageLast) },
 		},
 		Nemesis{
 			Name: "lose-acked-wipe", What: "writes acknowledged by the leader and one follower; the leader killed, that follower's data directory wiped (myid kept); the others restart without the leader",
 			Destructive: true,
 			Hold:        holdBetween(5*time.Second, 7*time.Second),
-			Apply:       func(f *Faults, r *mrand.Rand) string { return loseAcked(f, r, true) },
+			Apply:       func(f *Faults, r *mrand.Rand) string { return loseAcked(f, r, damageWipe) },
 		},
 	)
 }
 
-func loseAcked(f *Faults, r *mrand.Rand, wipe bool) string {
+// What happens to F1's record of the writes.
+type damage int
+
+const (
+	damageFirst damage = iota // a byte of the first record written after the others went down
+	damageLast                // a byte of the last record in F1's newest log file
+	damageWipe                // the data directory wiped, myid kept
+)
+
+func loseAcked(f *Faults, r *mrand.Rand, how damage) string {
 	l, which := f.leaderOr(r)
 	var others []*Member
 	for _, m := range f.c.Members {
@@ -60,7 +77,8 @@ func loseAcked(f *Faults, r *mrand.Rand, wipe bool) string {
 	f.kill(l)
 	f.c.Kill(f1)
 	did = append(did, fmt.Sprintf("writes for 1.5s with m%d (%s) and m%d, then kill -9 m%d and m%d", l.ID, which, f1.ID, l.ID, f1.ID))
-	if wipe {
+	switch how {
+	case damageWipe:
 		ents, _ := os.ReadDir(f1.DataDir)
 		for _, e := range ents {
 			if e.Name() != "myid" {
@@ -68,7 +86,9 @@ func loseAcked(f *Faults, r *mrand.Rand, wipe bool) string {
 			}
 		}
 		did = append(did, fmt.Sprintf("wiped m%d's data directory (myid kept)", f1.ID))
-	} else {
+	case damageLast:
+		did = append(did, flipLastRecord(f.c, f1))
+	default:
 		did = append(did, flipFirstRecordAfter(f.c, f1, path, mark))
 	}
 	f.victim = f1
@@ -98,26 +118,49 @@ func flipFirstRecordAfter(c *Cluster, m *Member, path string, mark int) string {
 	if mark+1 < len(recs) {
 		next = recs[mark+1]
 	}
+	what, err := flipMiddle(c, now, start, next)
+	if err != nil {
+		return err.Error()
+	}
+	return fmt.Sprintf("flipped a byte of m%d's %s at %s (record %d of %d, the first written after the others went down)",
+		m.ID, filepath.Base(now), what, mark+1, len(recs))
+}
+
+// flipLastRecord flips one byte inside the payload of the last record of the member's newest
+// log file that holds records.
+func flipLastRecord(c *Cluster, m *Member) string {
+	now, recs, end := c.newestLog(m)
+	if now == "" || len(recs) == 0 {
+		return fmt.Sprintf("m%d has no record: nothing damaged", m.ID)
+	}
+	what, err := flipMiddle(c, now, recs[len(recs)-1], end)
+	if err != nil {
+		return err.Error()
+	}
+	return fmt.Sprintf("flipped a byte of m%d's %s at %s (its last record, %d of %d)", m.ID, filepath.Base(now), what, len(recs), len(recs))
+}
+
+// flipMiddle flips the byte halfway into the payload of the record at [start, next).
+func flipMiddle(c *Cluster, path string, start, next int64) (string, error) {
 	hdr := int64(8)
 	if c.Kind != "zkr" {
 		hdr = 12
 	}
 	off := start + hdr + (next-start-hdr)/2
-	fh, err := os.OpenFile(now, os.O_RDWR, 0)
+	fh, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
-		return "open failed: " + err.Error()
+		return "", fmt.Errorf("open failed: %v", err)
 	}
 	defer fh.Close()
 	b := make([]byte, 1)
 	if _, err := fh.ReadAt(b, off); err != nil {
-		return "read failed: " + err.Error()
+		return "", fmt.Errorf("read failed: %v", err)
 	}
 	b[0] ^= 0x5a
 	if _, err := fh.WriteAt(b, off); err != nil {
-		return "write failed: " + err.Error()
+		return "", fmt.Errorf("write failed: %v", err)
 	}
-	return fmt.Sprintf("flipped a byte of m%d's %s at %d (record %d of %d, the first written after the others went down)",
-		m.ID, filepath.Base(now), off, mark+1, len(recs))
+	return fmt.Sprint(off), nil
 }
 
 func joinDid(did []string) string {

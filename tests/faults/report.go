@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"sort"
 	"strings"
 	"time"
 )
@@ -36,6 +37,44 @@ func recoverText(r *Run) string {
 	return fmt.Sprintf("%.1f s", r.Recover)
 }
 
+// leaderGaps are the times from each fault to the first "leader now" line after it, where a new
+// leader came before the heal (the fault removed the old one: a kill, a pause, a partition).
+func leaderGaps(r *Run) []float64 {
+	var gaps []float64
+	fault := -1.0
+	for _, line := range r.Timeline {
+		var t float64
+		var text string
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		if _, err := fmt.Sscanf(f[0], "%fs", &t); err != nil {
+			continue
+		}
+		text = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), f[0]))
+		switch {
+		case strings.HasPrefix(text, r.Nemesis+":"):
+			fault = t
+		case strings.HasPrefix(text, "heal:"), strings.HasPrefix(text, "final heal:"):
+			fault = -1
+		case strings.HasPrefix(text, "leader now") && fault >= 0:
+			gaps = append(gaps, t-fault)
+			fault = -1
+		}
+	}
+	sort.Float64s(gaps)
+	return gaps
+}
+
+func leaderText(r *Run) string {
+	g := leaderGaps(r)
+	if len(g) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", new leader %.1f s (p50), %.1f s (max) of %d", g[len(g)/2], g[len(g)-1], len(g))
+}
+
 func writeReport(path string, o *options, runs []*Run, took time.Duration) error {
 	var b strings.Builder
 	w := func(format string, args ...interface{}) { fmt.Fprintf(&b, format, args...) }
@@ -50,7 +89,12 @@ func writeReport(path string, o *options, runs []*Run, took time.Duration) error
 		"then heals everything and waits for **convergence**: every member up and serving, one leader, the same " +
 		"applied state (zkr: equal `zk_digest`/`zk_digest_zxid`; ZooKeeper, whose `mntr` has no digest: equal `srvr` " +
 		"Zxid), then the same tree read by a client from each member. *recover* is the time from the final heal to " +
-		"convergence (restarting killed members included: a JVM takes seconds). Then each workload reads what it " +
+		"convergence (restarting killed members included: a JVM takes seconds): it measures the last fault only, and " +
+		"only if the run ended inside one (\"nothing to heal\" converges in 0.3 s, one poll), so it is not a " +
+		"failover time. *new leader* is: from each fault to the first poll (every 250 ms, over every member's " +
+		"`srvr`/`mntr`) that shows a new leader before the heal, p50 and max over the run; it is what clients wait " +
+		"for after a leader dies, measured with both servers' election settings at this suite's tickTime=500. " +
+		"Then each workload reads what it " +
 		"needs and judges its history. A cell is valid when its checker finds nothing and its run converged with " +
 		"equal trees. *ops* counts operations attempted, *ok* those acknowledged, *fail* those refused (e.g. " +
 		"BadVersion), *unknown* those without a reply (connection lost, timeout: checked as possibly applied).\n\n")
@@ -80,7 +124,7 @@ func writeReport(path string, o *options, runs []*Run, took time.Duration) error
 					valid++
 				}
 			}
-			w(" %d/%d valid, faults: %d, recover %s |", valid, len(r.Cells), r.Faults, recoverText(r))
+			w(" %d/%d valid, faults: %d, recover %s%s |", valid, len(r.Cells), r.Faults, recoverText(r), leaderText(r))
 		}
 		w("\n")
 	}

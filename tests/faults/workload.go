@@ -282,11 +282,13 @@ func newWorkload(name string) (Workload, bool) {
 		return &birthsWL{}, true
 	case "pipelined":
 		return &pipelinedWL{}, true
+	case "reply-order":
+		return &orderWL{}, true
 	}
 	return nil, false
 }
 
-var workloadNames = []string{"register", "set", "unique-ids", "counter", "sessions", "watches", "session-birth", "pipelined"}
+var workloadNames = []string{"register", "set", "unique-ids", "counter", "sessions", "watches", "session-birth", "pipelined", "reply-order"}
 
 var workloadWhat = map[string]string{
 	"register":      "CAS register on one znode: reads after sync, setData, setData with version; porcupine checks linearizability",
@@ -296,5 +298,6 @@ var workloadWhat = map[string]string{
 	"sessions":      "ephemerals of live sessions never vanish; ephemerals of sessions that stopped pinging vanish within timeout + election time",
 	"watches":       "data watches: a reply showing a newer version never arrives before the watch event on a connected session; versions never go back; every watcher hears the last change",
 	"session-birth": "new sessions all the time (the leader first, a follower first, a create in flight), kept idle: none told it expired while its client was back within the session timeout",
+	"reply-order":   "3 raw jute sessions pipeline bursts of 8-48 mixed requests (create, delete, setData, getData/exists/getChildren with and without watches, sync, multi, multiRead): every reply in xid order, no connection lost outside a fault (its window: from the fault to 12 s after its heal), a burst on every member in order after the final heal",
 	"pipelined":     "one session at a follower with up to 16 setData of 32 KB in flight: never told it expired, writes acknowledged again within 10 s of every heal, every key's final value intact and not older than its last acknowledged write",
 }

@@ -1,11 +1,13 @@
 //! When this member may stand for election (see `prevote`): openraft's elections stay switched
 //! off while this member hears its leader, while it may have lost entries it acknowledged, and
 //! while a pre-vote finds no quorum that would vote for it; they are switched on only for as
-//! long as a pre-vote is won. Direct elections (`elect_after_leader_loss`, a seed's first
-//! election, `initialize`) do not pass through here: each knows the leader is gone or never was.
+//! long as a pre-vote is won. The election at once after a dead leader (`elect_after_leader_loss`)
+//! asks first too (`leader_gone_for_a_quorum`): a leader whose stream ended and whose port
+//! refuses may be dead, or only unreachable from this member. A seed's first election and
+//! `initialize` do not pass through here: there was no leader yet.
 
 use super::*;
-use crate::raft::prevote::{self, Hearing};
+use crate::raft::prevote::{self, Answer, Hearing};
 use std::collections::{BTreeSet, HashMap};
 
 /// What this member would answer a candidate's pre-vote with (`prevote::answer` decides).
@@ -72,23 +74,14 @@ pub async fn guard_elections(
             false
         } else {
             let answers = ask_all(&link, &mut conns, &voter_addrs, mine.last_log).await;
-            let mut granted: BTreeSet<MemberId> = [me].into();
-            let mut denied = Vec::new();
-            for (id, a) in answers {
-                match a {
-                    Ok(()) => {
-                        granted.insert(id);
-                    }
-                    Err(why) => denied.push(format!("member {id}: {why}")),
-                }
-            }
+            let granted = quorum_of(me, &answers, |a| a.vote.is_ok());
             let won = prevote::won(&configs, &granted);
             if !won && denial_logged.is_none_or(|t| t.elapsed() >= Duration::from_secs(10)) {
                 denial_logged = Some(std::time::Instant::now());
                 tracing::info!(
                     silent_ms = silent_for,
                     "no leader heard, but no quorum would vote for this member: not standing for election ({})",
-                    denied.join("; ")
+                    denials(&answers)
                 );
             }
             won
@@ -101,23 +94,101 @@ pub async fn guard_elections(
     }
 }
 
+/// This member and the voters whose answer passes `counts`.
+fn quorum_of(me: MemberId, answers: &[(MemberId, Asked)], counts: impl Fn(&Answer) -> bool) -> BTreeSet<MemberId> {
+    let mut set: BTreeSet<MemberId> = [me].into();
+    set.extend(answers.iter().filter(|(_, a)| matches!(a, Asked::Answered(a) if counts(a))).map(|(id, _)| *id));
+    set
+}
+
+/// Who did not grant, and why, for the log.
+fn denials(answers: &[(MemberId, Asked)]) -> String {
+    let why = |a: &Asked| match a {
+        Asked::Answered(Answer { vote: Err(d), .. }) => Some(d.to_string()),
+        Asked::Answered(_) => None,
+        Asked::Unreachable(e) => Some(e.clone()),
+    };
+    answers.iter().filter_map(|(id, a)| why(a).map(|w| format!("member {id}: {w}"))).collect::<Vec<_>>().join("; ")
+}
+
+/// Whether a quorum of every voter set of this member's membership (two while a change is
+/// joint), itself included, hears no leader: asked again every 20 ms while `leaderless` holds
+/// here, for up to one shortest election timeout. A leader that died is seen gone by every
+/// member it streamed to within milliseconds; one that only this member cannot reach (a link
+/// that resets, a firewall that refuses) is still heard by the others (the fault suite's
+/// refused-by-leader nemesis: that member's term deposed a leader the others followed). Votes
+/// are not asked for: a survivor whose log is behind must campaign too (see `prevote`).
+pub(super) async fn leader_gone_for_a_quorum(
+    raft: &Raft,
+    link: &Link,
+    log: &LogStore,
+    leaderless: impl Fn(&Raft) -> bool,
+) -> bool {
+    let mut conns = HashMap::new();
+    let until = tokio::time::Instant::now() + link.timing.election_min;
+    loop {
+        if !leaderless(raft) {
+            return false;
+        }
+        let (me, configs, voters) = voters_to_ask(raft);
+        let answers = ask_all(link, &mut conns, &voters, log.last_log_id()).await;
+        if prevote::won(&configs, &quorum_of(me, &answers, |a| a.leaderless)) {
+            return true;
+        }
+        if tokio::time::Instant::now() >= until {
+            tracing::info!(
+                "the leader looks gone to this member, but a quorum still hears a leader: not electing at once ({})",
+                answers
+                    .iter()
+                    .filter(|(_, a)| !matches!(a, Asked::Answered(Answer { leaderless: true, .. })))
+                    .map(|(id, _)| format!("member {id}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// This member, its membership's voter sets, and the other voters with their peer addresses.
+fn voters_to_ask(raft: &Raft) -> (MemberId, Vec<BTreeSet<MemberId>>, Vec<(MemberId, String)>) {
+    let m = raft.metrics();
+    let m = m.borrow();
+    let membership = m.membership_config.membership();
+    let voters = membership
+        .voter_ids()
+        .filter(|v| *v != m.id)
+        .filter_map(|v| membership.get_node(&v).map(|n| (v, n.peer_addr())))
+        .collect();
+    (m.id, membership.get_joint_config().clone(), voters)
+}
+
+/// What asking one voter gave.
+#[derive(Debug)]
+enum Asked {
+    Answered(Answer),
+    /// Not asked: no connection, no answer in time, or another RPC's answer.
+    Unreachable(String),
+}
+
 /// Every other voter's answer to this member's pre-vote, asked at once, each within the shorter
-/// of a peer connect and the shortest election timeout. A member that cannot be asked denies;
-/// one of an older release, which closes the connection on the request it cannot read, grants
-/// (it would have voted as before pre-vote existed).
+/// of a peer connect and the shortest election timeout. A member that cannot be asked counts
+/// for nothing; one of an older release, which closes the connection on the request it cannot
+/// read, grants and hears no leader (it would have voted as before pre-vote existed).
 async fn ask_all(
     link: &Link,
     conns: &mut HashMap<MemberId, PeerStream>,
     voters: &[(MemberId, String)],
     last: Option<LogId>,
-) -> Vec<(MemberId, Result<(), String>)> {
+) -> Vec<(MemberId, Asked)> {
     let wait = link.timing.connect.min(link.timing.election_min);
     let asks = voters.iter().map(|(id, addr)| {
         let conn = conns.remove(id);
         async move {
             let (answer, conn) = match tokio::time::timeout(wait, ask(link, addr, conn, last)).await {
                 Ok(r) => r,
-                Err(_) => (Err(format!("no answer in {wait:?}")), None),
+                Err(_) => (Asked::Unreachable(format!("no answer in {wait:?}")), None),
             };
             (*id, answer, conn)
         }
@@ -139,26 +210,28 @@ async fn ask(
     addr: &str,
     mut conn: Option<PeerStream>,
     last: Option<LogId>,
-) -> (Result<(), String>, Option<PeerStream>) {
+) -> (Asked, Option<PeerStream>) {
     loop {
         let reused = conn.is_some();
         let mut s = match conn.take() {
             Some(s) => s,
             None => match link.connect(addr, Kind::Rpc).await {
                 Ok(s) => s,
-                Err(e) => return (Err(format!("unreachable: {e}")), None),
+                Err(e) => return (Asked::Unreachable(format!("unreachable: {e}")), None),
             },
         };
-        let answer = match wire::write_frame(&mut s, &RpcRequest::PreVote(last)).await {
+        let answer = match wire::write_frame(&mut s, &RpcRequest::PreVoteWithLeader(last)).await {
             Ok(()) => wire::read_frame::<_, RpcResponse>(&mut s).await,
             Err(e) => Err(e),
         };
         match answer {
-            Ok(RpcResponse::PreVote(a)) => return (a, Some(s)),
-            Ok(_) => return (Err("it answered another RPC".into()), None),
+            Ok(RpcResponse::PreVoteWithLeader(a)) => return (Asked::Answered(a), Some(s)),
+            Ok(_) => return (Asked::Unreachable("it answered another RPC".into()), None),
             Err(_) if reused => continue,
-            Err(wire::PeerError::Io(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => return (Ok(()), None),
-            Err(e) => return (Err(format!("unreachable: {e}")), None),
+            Err(wire::PeerError::Io(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                return (Asked::Answered(Answer { vote: Ok(()), leaderless: true }), None)
+            }
+            Err(e) => return (Asked::Unreachable(format!("unreachable: {e}")), None),
         }
     }
 }

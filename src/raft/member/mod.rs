@@ -18,6 +18,7 @@ mod elections;
 mod peers;
 mod probe;
 mod proposer;
+mod snapshot_in;
 
 pub use beats::{quorum_ack_ms_ago, send_beats, BeatAcks};
 pub use elections::*;

@@ -46,6 +46,12 @@ async fn burst(c: &zk::Client) -> Outcome {
     out
 }
 
+/// The last `n` lines of `log`.
+fn tail(log: &str, n: usize) -> String {
+    let lines: Vec<&str> = log.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n") + "\n"
+}
+
 /// The largest gap between two appends or heartbeats from the leader that member `i` reports
 /// (`zk_leader_gap_max_ms` in mntr), since its last `srst`.
 fn leader_gap_max_ms(ens: &ProcEnsemble, i: usize) -> Option<u64> {
@@ -71,7 +77,10 @@ async fn two_hundred_one_megabyte_creates_through_a_follower_all_succeed_without
         ens.four_letter(*i, "srst");
     }
     let started = std::time::Instant::now();
-    let out = tokio::time::timeout(Duration::from_secs(120), burst(&c)).await.expect("the burst ends within 120 s");
+    let Ok(out) = tokio::time::timeout(Duration::from_secs(120), burst(&c)).await else {
+        let tails = (0..3).map(|i| format!("--- member {} ---\n{}", i + 1, tail(&ens.log(i), 60))).collect::<String>();
+        panic!("the burst did not end within 120 s\n{tails}");
+    };
     let took = started.elapsed();
     let gaps: Vec<Option<u64>> = followers.iter().map(|i| leader_gap_max_ms(&ens, *i)).collect();
     let logs: Vec<String> = (0..3).map(|i| ens.log(i)).collect();

@@ -411,7 +411,7 @@ pub(super) async fn serve_forward(s: PeerStream, port: &PeerPort) -> Result<(), 
 /// as ZooKeeper's followers start leader election as soon as the leader's connection drops,
 /// instead of waiting out openraft's leader lease and an election timeout (3–4 s at tickTime
 /// 2000). A voter refuses candidates while the lease of the leader it voted for lasts, unless
-/// it is a candidate itself; so the surviving voters, ranked by id, each start an election one
+/// it is a candidate itself; so the first quorum of surviving voters, ranked by id, each start an election one
 /// step apart (`Timing::elect_step`; it ends their leases, a survivor with a shorter log
 /// included), and the first of them starts another after the last: its higher term wins every
 /// vote its log allows. If that log is behind, openraft's own timeouts elect someone else.
@@ -435,8 +435,15 @@ pub(super) async fn elect_after_leader_loss(
         v
     };
     let Some(rank) = survivors.iter().position(|id| *id == me) else { return };
+    // The first `quorum` survivors stand one step apart: their candidacies end their own leases,
+    // which is all the first one's second election needs. The others wait until after that second
+    // election and stand only if there is still no leader (one of the first may be down): ranked
+    // right after them, a survivor stood just when an earlier one had won (five members: a new
+    // leader deposed 8 ms after its election, then openraft's timeout, kills at 1.1-1.6 s).
+    let quorum = (survivors.len() + 1) / 2 + 1;
+    let wait = if rank < quorum { step * rank as u32 } else { step * (survivors.len() + 1 + rank) as u32 };
     let leaderless = |raft: &Raft| raft.metrics().borrow().current_leader.is_none_or(|l| l == dead);
-    tokio::time::sleep(step * rank as u32).await;
+    tokio::time::sleep(wait).await;
     if !super::elections::leader_gone_for_a_quorum(raft, link, log, leaderless).await {
         return;
     }

@@ -440,7 +440,7 @@ pub(super) async fn elect_after_leader_loss(
     // election and stand only if there is still no leader (one of the first may be down): ranked
     // right after them, a survivor stood just when an earlier one had won (five members: a new
     // leader deposed 8 ms after its election, then openraft's timeout, kills at 1.1-1.6 s).
-    let quorum = (survivors.len() + 1) / 2 + 1;
+    let quorum = survivors.len().div_ceil(2) + 1;
     let wait = if rank < quorum { step * rank as u32 } else { step * (survivors.len() + 1 + rank) as u32 };
     let leaderless = |raft: &Raft| raft.metrics().borrow().current_leader.is_none_or(|l| l == dead);
     tokio::time::sleep(wait).await;

@@ -36,6 +36,7 @@ fn configs(sasl: impl Fn(usize) -> Option<QuorumSasl>) -> Vec<Config> {
 async fn members_log_in_to_each_other_and_a_client_sees_one_ensemble() {
     let cl = Cluster::start_with(configs(|_| Some(sasl("pw", Some("pw"), true)))).await;
     one_ensemble_to_a_client(&cl, "/over-sasl").await;
+    beats_answered(&cl).await;
     // A peer that sends no login gets no answer: not to a hello, not to a seed probe.
     plain_peer_unanswered(&cl, "a peer without a login").await;
 

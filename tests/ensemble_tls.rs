@@ -61,6 +61,7 @@ async fn members_replicate_over_tls_and_a_client_sees_one_ensemble() {
     });
     let cl = Cluster::start_with(cfgs).await;
     one_ensemble_to_a_client(&cl, "/over-tls").await;
+    beats_answered(&cl).await;
     // The peer port speaks only TLS: a plaintext peer's hello and RPC get no answer.
     plain_peer_unanswered(&cl, "a plaintext peer").await;
     cl.shutdown().await;

@@ -138,7 +138,7 @@ pub async fn run(ops: &Ops, name: &str) -> Json {
         "is_read_only" => {
             m.insert("read_only".into(), json!(false));
         }
-        "stat_reset" => ops.stats.reset(),
+        "stat_reset" => ops.reset_stats(),
         "connection_stat_reset" => ops.stats.reset_connections(),
         _ => {}
     }

@@ -50,6 +50,10 @@ pub struct Failpoints {
     /// nobody but reaches everyone (a one-way partition), as a restarted member is until the
     /// leader's next append reaches it.
     pub deaf_peer_port_ms: u64,
+    /// `slow-appends=MS`: this member takes MS ms longer to append each AppendEntries that
+    /// carries more than 512 KiB of entries, one at a time, as a member with a disk that slow
+    /// (`raft::member::SlowAppends`).
+    pub slow_appends_ms: u64,
     /// `crash-at=NAME`: the process aborts at that step (as a kill -9 would stop it there).
     pub crash_at: Option<CrashPoint>,
 }
@@ -116,10 +120,10 @@ impl Failpoints {
                 "prep-skew" => f.prep_skew = true,
                 "leader-dies-in-joint" => f.leader_dies_in_joint = true,
                 other if other.starts_with("deaf-peer-port=") => {
-                    let ms = &other["deaf-peer-port=".len()..];
-                    f.deaf_peer_port_ms = ms.parse().map_err(|_| {
-                        ConfigError::Invalid(format!("ZKR_FAILPOINTS: deaf-peer-port wants milliseconds, not {ms:?}"))
-                    })?;
+                    f.deaf_peer_port_ms = millis("deaf-peer-port", &other["deaf-peer-port=".len()..])?;
+                }
+                other if other.starts_with("slow-appends=") => {
+                    f.slow_appends_ms = millis("slow-appends", &other["slow-appends=".len()..])?;
                 }
                 other if other.starts_with("crash-at=") => {
                     let at = &other["crash-at=".len()..];
@@ -133,6 +137,10 @@ impl Failpoints {
         }
         Ok(f)
     }
+}
+
+fn millis(failpoint: &str, ms: &str) -> Result<u64, ConfigError> {
+    ms.parse().map_err(|_| ConfigError::Invalid(format!("ZKR_FAILPOINTS: {failpoint} wants milliseconds, not {ms:?}")))
 }
 
 /// Flags of `zkr serve`; `None` means "not given" so that zoo.cfg can fill it.

@@ -63,6 +63,26 @@ impl State {
         self.dir.join(seg_name(seg))
     }
 
+    /// The end (exclusive) of the entries from `start` that fit in `max_bytes` encoded, below
+    /// `end`: at least one entry when `start < end`, so that an entry larger than the bound
+    /// still goes out on its own.
+    pub(super) fn end_within(&self, start: u64, end: u64, max_bytes: usize) -> u64 {
+        let mut bytes = 0usize;
+        let mut at = start;
+        while at < end {
+            let Some(loc) = at.checked_sub(self.first).and_then(|k| self.locs.get(k as usize)) else {
+                // Outside the log: the read says so.
+                return end;
+            };
+            bytes += loc.len as usize;
+            if bytes > max_bytes && at > start {
+                break;
+            }
+            at += 1;
+        }
+        at
+    }
+
     pub(super) fn trim_cache(&mut self) {
         let flushed = self.flushed.unwrap_or(0);
         self.cache.trim(flushed);

@@ -15,7 +15,8 @@
 //! loop too).
 //! Entries are readable from the moment they are handed over: the most recent ones stay in
 //! memory until they are flushed and the cache is over its bound; older ones are read back from
-//! their segment. At startup a torn last record (a crash during append: nothing but zeros after
+//! their segment. Replication reads at most `super::APPEND_MAX_BYTES` of entries for one
+//! AppendEntries (`limited_get_log_entries`); everything else reads whole ranges. At startup a torn last record (a crash during append: nothing but zeros after
 //! it) is cut off. Any other bad record makes `open` fail with the file and offset; the member's
 //! recovery (`super::recover`) then cuts the log there with `log_repair::cut_at`, keeping a copy
 //! of what it cut in `<dataDir>/raft/log/damaged/`, and the leader sends the member what it lost.
@@ -324,6 +325,14 @@ impl RaftLogReader<Zkr> for LogStore {
             tracing::warn!(start, end, first = st.first, "entries asked for below the first one in the log");
         }
         Ok(out)
+    }
+
+    /// What one AppendEntries carries (openraft asks for at most `max_payload_entries`): the
+    /// entries from `start` that fit in `super::APPEND_MAX_BYTES`, at least one. openraft sends
+    /// the rest in the next AppendEntries as soon as this one is answered.
+    async fn limited_get_log_entries(&mut self, start: u64, end: u64) -> Result<Vec<Entry>, StorageError> {
+        let end = self.state.lock().end_within(start, end, super::APPEND_MAX_BYTES);
+        self.try_get_log_entries(start..end).await
     }
 }
 

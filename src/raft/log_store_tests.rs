@@ -155,3 +155,43 @@ async fn a_segment_of_format_version_1_is_read_and_never_appended_to() {
     drop(store);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Issue 43, item 2: an AppendEntries carries at most `APPEND_MAX_BYTES` of entries (one larger
+/// entry alone), whatever number openraft asks for: 64 entries of 1 MB znodes took longer than
+/// the heartbeat openraft gives each AppendEntries, and replication never advanced.
+#[tokio::test]
+async fn what_one_append_carries_is_bounded_by_bytes_and_never_empty() {
+    use crate::raft::command::{Batch, Command, CommandOp, Origin};
+    const K: usize = 1024;
+    let dir = raft_dir("append-bytes");
+    let sizes = [600 * K, 600 * K, 100 * K, 100 * K, 2048 * K, 10 * K];
+    let (_, f) = RAFT.create(&dir.join("log"), 1, true).unwrap();
+    let mut bytes = Vec::new();
+    for (i, size) in sizes.iter().enumerate() {
+        let reap = CommandOp::Reap { path: "r".repeat(*size) };
+        let cmd = Command { origin: Origin::default(), time: 1, session: 0, op: reap };
+        let e = Entry { log_id: id(1, i as u64 + 1), payload: EntryPayload::Normal(Batch::new(vec![cmd], None)) };
+        segment::frame(&mut bytes, |b| bincode::serialize_into(b, &e).unwrap());
+    }
+    f.write_all_at(&bytes, HEADER).unwrap();
+    drop(f);
+    let mut store = LogStore::open(&dir, false).unwrap();
+    let sent = |start, end| {
+        let mut store = store.clone();
+        async move {
+            let got = store.limited_get_log_entries(start, end).await.unwrap();
+            got.iter().map(|e| e.log_id.index).collect::<Vec<u64>>()
+        }
+    };
+    assert_eq!(crate::raft::APPEND_MAX_BYTES, 1024 * K);
+    assert_eq!(sent(1, 7).await, vec![1], "600 KB + 600 KB is over 1 MiB");
+    assert_eq!(sent(2, 7).await, vec![2, 3, 4], "600 + 100 + 100 KB fit, 2 MB more does not");
+    assert_eq!(sent(5, 7).await, vec![5], "an entry over the bound goes alone");
+    assert_eq!(sent(6, 7).await, vec![6]);
+    assert_eq!(sent(3, 5).await, vec![3, 4], "never past the end asked for");
+    assert_eq!(sent(4, 4).await, Vec::<u64>::new());
+    // Everything else that reads the log (apply, snapshots) still gets the whole range.
+    assert_eq!(indexes(&mut store, 1).await, vec![1, 2, 3, 4, 5, 6]);
+    drop(store);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -187,6 +187,15 @@ pub fn first_seq(raft_dir: &Path, now_ms: u64) -> std::io::Result<u64> {
     Ok(first)
 }
 
+/// The most one AppendEntries carries, encoded (one larger entry goes out alone): the log store
+/// hands openraft's replication no more than this at a time (`limited_get_log_entries`).
+/// openraft gives each AppendEntries one heartbeat interval to be written, appended, fsync'd
+/// and answered, and keeps one in flight per follower; 64 entries of 1 MB znodes (64 MB) never
+/// made it in 200 ms, so the same RPC was sent again and again and the follower never caught
+/// up (issue 43). At this size an append is a few tens of ms, and a follower under a burst
+/// takes several per heartbeat.
+pub const APPEND_MAX_BYTES: usize = 1 << 20;
+
 /// openraft's settings for a member: its timing from ZooKeeper's settings (see `timing`).
 pub fn raft_config(cfg: &Config, ens: &Ensemble) -> Result<openraft::Config, String> {
     let t = timing::Timing::of(cfg, ens);
@@ -200,8 +209,8 @@ pub fn raft_config(cfg: &Config, ens: &Ensemble) -> Result<openraft::Config, Str
         snapshot_policy: openraft::SnapshotPolicy::Never,
         // Followers further behind than this catch up from a snapshot.
         max_in_snapshot_log_to_keep: cfg.snap_count.min(1000),
-        // An entry is a batch of up to `BATCH_MAX_BYTES` (or one larger command): 64 of them
-        // stay inside a peer frame where openraft's 300 might not.
+        // An entry is a batch of up to `BATCH_MAX_BYTES` (or one larger command); an
+        // AppendEntries carries at most 64 of them and at most `APPEND_MAX_BYTES`.
         max_payload_entries: 64,
         // A member campaigns only after a won pre-vote (`member::guard_elections` switches
         // this on then): openraft's own timer would depose a leader the others still follow.

@@ -8,6 +8,8 @@
 //!   kind Rpc:     request, response, request, response …   (one RPC at a time per connection)
 //!   kind Forward: a follower streams its proposals, sync points and touched sessions to the
 //!                 leader; the leader streams back what failed and the sync points it confirmed
+//!   kind Beat:    the leader's heartbeats, each answered at once (`member::beats`): apart from
+//!                 the Rpc connection that carries AppendEntries, so never behind a large one
 //! ```
 //! A frame that is too long, fails its checksum or does not decode closes that connection with
 //! a log line, never the member.
@@ -102,6 +104,8 @@ async fn read_payload<R: AsyncRead + Unpin, T: for<'de> Deserialize<'de>>(
 pub enum Kind {
     Rpc,
     Forward,
+    /// Added after `Forward`: a member of an older release closes the connection at its hello.
+    Beat,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -149,6 +153,20 @@ pub enum RpcResponse {
     /// Yes, or why not (`prevote::Denial`, as the candidate logs it).
     PreVote(Result<(), String>),
     PreVoteWithLeader(crate::raft::prevote::Answer),
+}
+
+/// Leader → member on a beat connection: "I lead with this vote".
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Beat {
+    pub vote: super::types::Vote,
+}
+
+/// Member → leader: whether it follows that leader (its vote names it and it takes its
+/// entries), and its vote.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct BeatAnswer {
+    pub follows: bool,
+    pub vote: super::types::Vote,
 }
 
 /// Follower → leader on a forward stream.

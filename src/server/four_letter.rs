@@ -58,6 +58,11 @@ pub async fn render(word: &str, ops: &Ops) -> String {
                 // kind of digest and counts mismatches in zk_digest_mismatches_count).
                 let _ = writeln!(out, "zk_digest\t{d}\nzk_digest_zxid\t0x{:x}", core.last_zxid);
             }
+            if let Some(gap) = ops.leader_gap_max_ms() {
+                // zkr's addition: the longest this member went without an append or heartbeat
+                // from its leader since the last srst (issue 43: it stays near one heartbeat).
+                let _ = writeln!(out, "zk_leader_gap_max_ms\t{gap}");
+            }
             out
         }
         "cons" => {
@@ -74,7 +79,7 @@ pub async fn render(word: &str, ops: &Ops) -> String {
             "Connection stats reset.\n".to_owned()
         }
         "srst" => {
-            ops.stats.reset();
+            ops.reset_stats();
             "Server stats reset.\n".to_owned()
         }
         "wchs" => {

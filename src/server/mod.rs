@@ -409,6 +409,7 @@ async fn start_member(
         status: status.clone(),
         log: log_reader,
         deaf_for: Duration::from_millis(cfg.failpoints.deaf_peer_port_ms),
+        slow_appends: member::SlowAppends::new(cfg.failpoints.slow_appends_ms),
     };
     let listener = crate::listen::Listener::following(listener, peer_addr_rx, "peer");
     let peers = tokio::spawn(member::serve_peers(port, listener, shutdown.clone()));
@@ -432,6 +433,8 @@ async fn start_member(
         let (raft, link, status, log) = (raft.clone(), link.clone(), status.clone(), log_for_votes);
         tokio::spawn(member::guard_elections(raft, link, status, log, started_ms, shutdown.clone()));
     }
+    // The leader's heartbeats on a lane of their own, never behind a large AppendEntries.
+    tokio::spawn(member::send_beats(raft.clone(), link.clone(), status.clone(), shutdown.clone()));
     let shared = Arc::new(parking_lot::RwLock::new(ens.clone()));
     tokio::spawn(member::propose(
         link,

@@ -108,6 +108,21 @@ pub struct QuorumView {
 }
 
 impl Ops {
+    /// `srst` and the AdminServer's `stat_reset`: the server's figures and, on an ensemble
+    /// member, the longest gap between its leader's heartbeats.
+    pub fn reset_stats(&self) {
+        self.stats.reset();
+        if let Some(m) = &self.member {
+            m.status.leader_gap.reset();
+        }
+    }
+
+    /// zkr's addition to mntr on an ensemble member: the longest time it went without hearing
+    /// from a leader since the last `srst` (`raft::member::LeaderGap`).
+    pub fn leader_gap_max_ms(&self) -> Option<u64> {
+        self.member.as_ref().map(|m| m.status.leader_gap.max_ms())
+    }
+
     /// Milliseconds since this member became leader (0 on other members).
     pub fn leader_uptime_ms(&self) -> u64 {
         let Some(m) = &self.member else { return 0 };

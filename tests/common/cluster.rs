@@ -262,13 +262,42 @@ pub async fn one_ensemble_to_a_client(cl: &Cluster, path: &str) {
 }
 
 /// A peer that opens member 1's peer port in plaintext and sends a hello and a seed probe gets
-/// no answer (a member that took the connection would answer the probe, whoever asks).
+/// no answer (a member that took the connection would answer the probe, whoever asks); nor does
+/// one that sends a beat on a beat connection (the control lane is held to the same handshake).
 pub async fn plain_peer_unanswered(cl: &Cluster, who: &str) {
-    use zkr::raft::wire::{read_frame, write_frame, Hello, Kind, RpcRequest, RpcResponse};
+    use zkr::raft::wire::{read_frame, write_frame, Beat, BeatAnswer, Hello, Kind, RpcRequest, RpcResponse};
     let peer = cl.cfgs[0].ensemble.as_ref().unwrap().me().unwrap().peer_addr();
     let mut s = tokio::net::TcpStream::connect(&peer).await.unwrap();
     write_frame(&mut s, &Hello { from: 2, kind: Kind::Rpc }).await.unwrap();
     let _ = write_frame(&mut s, &RpcRequest::SeedProbe).await;
     let answer = tokio::time::timeout(Duration::from_secs(10), read_frame::<_, RpcResponse>(&mut s)).await;
     assert!(matches!(answer, Ok(Err(_))), "{who} got {answer:?}");
+    let mut s = tokio::net::TcpStream::connect(&peer).await.unwrap();
+    write_frame(&mut s, &Hello { from: 2, kind: Kind::Beat }).await.unwrap();
+    let _ = write_frame(&mut s, &Beat { vote: Default::default() }).await;
+    let answer = tokio::time::timeout(Duration::from_secs(10), read_frame::<_, BeatAnswer>(&mut s)).await;
+    assert!(matches!(answer, Ok(Err(_))), "{who} got a beat answered: {answer:?}");
+}
+
+/// The leader's beats (`raft::member::beats`) reach every other member and are answered: each
+/// answered one sent within the last second. They travel on connections of their own, opened
+/// with the same TLS and SASL handshake as every peer connection.
+pub async fn beats_answered(cl: &Cluster) {
+    let l = cl.leader().await;
+    let status = &cl.servers[l].as_ref().and_then(|s| s.member()).expect("the leader is a member").status;
+    let others: Vec<u64> =
+        (0..cl.servers.len()).filter(|i| *i != l && cl.servers[*i].is_some()).map(|i| i as u64 + 1).collect();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let now = zkr::session::mono_ms();
+        let fresh: Vec<bool> = {
+            let beats = status.beats.lock();
+            others.iter().map(|m| beats.last_answered(*m).is_some_and(|t| now.saturating_sub(t) < 1000)).collect()
+        };
+        if fresh.iter().all(|f| *f) {
+            return;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "members {others:?} answered no recent beat: {fresh:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }

@@ -193,15 +193,21 @@ impl ProcEnsemble {
         std::fs::read_to_string(self.dir.join(format!("m{}.log", i + 1))).unwrap_or_default()
     }
 
-    /// `srvr`'s Mode line of member `i` ("leader", "follower"), or "" if it does not answer.
-    pub fn mode(&self, i: usize) -> String {
+    /// Member `i`'s answer to a four-letter word, or "" if it does not answer.
+    pub fn four_letter(&self, i: usize, word: &str) -> String {
         let Ok(mut s) = TcpStream::connect_timeout(&self.addr(i).parse().unwrap(), Duration::from_secs(1)) else {
             return String::new();
         };
         let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-        let _ = s.write_all(b"srvr");
+        let _ = s.write_all(word.as_bytes());
         let mut out = String::new();
         let _ = s.read_to_string(&mut out);
+        out
+    }
+
+    /// `srvr`'s Mode line of member `i` ("leader", "follower"), or "" if it does not answer.
+    pub fn mode(&self, i: usize) -> String {
+        let out = self.four_letter(i, "srvr");
         out.lines().find_map(|l| l.strip_prefix("Mode: ")).unwrap_or("").to_string()
     }
 

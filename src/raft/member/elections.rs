@@ -13,11 +13,7 @@ use std::collections::{BTreeSet, HashMap};
 /// What this member would answer a candidate's pre-vote with (`prevote::answer` decides).
 pub(super) fn hearing(raft: &Raft, status: &MemberStatus, log: &LogStore) -> Hearing {
     let now = crate::session::mono_ms();
-    let leads_acked_ms_ago = {
-        let m = raft.metrics();
-        let m = m.borrow();
-        (m.state == openraft::ServerState::Leader).then_some(m.millis_since_quorum_ack).flatten()
-    };
+    let leads_acked_ms_ago = super::quorum_ack_ms_ago(raft, status);
     let contact = status.leader_contact.load(Ordering::Acquire);
     let lost = status.leader_lost.load(Ordering::Acquire);
     let leader_heard_ms_ago = (contact != 0 && !lost).then(|| now.saturating_sub(contact));

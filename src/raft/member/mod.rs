@@ -7,17 +7,20 @@
 //! without bound: a leader that stops reading (paused, overloaded) breaks its followers'
 //! forward streams after an election timeout instead of holding their proposals.
 //!
-//! `peers` serves the peer port, `proposer` takes proposals to the log, `probe` asks the others
+//! `peers` serves the peer port, `beats` sends and answers the leader's heartbeats on a lane of
+//! their own, `proposer` takes proposals to the log, `probe` asks the others
 //! whether an empty member's ensemble has data, `elections` lets openraft campaign only after a
 //! won pre-vote; this file holds the member's status and the
 //! watcher that tells the core its role.
 
+mod beats;
 mod elections;
 mod peers;
 mod probe;
 mod proposer;
 mod snapshot_in;
 
+pub use beats::{quorum_ack_ms_ago, send_beats, BeatAcks};
 pub use elections::*;
 pub use peers::*;
 pub use probe::*;
@@ -40,8 +43,13 @@ use tokio_util::sync::CancellationToken;
 #[derive(Debug, Default)]
 pub struct MemberStatus {
     pub role: parking_lot::Mutex<(Role, Option<MemberId>, u64)>,
-    /// `mono_ms` (at least 1) of the last AppendEntries from a leader; 0 until the first one.
+    /// `mono_ms` (at least 1) of the last AppendEntries or beat from a leader; 0 until the
+    /// first one (`heard_leader`).
     pub leader_contact: AtomicU64,
+    /// The longest time between two contacts with a leader (`leader_gap_max_ms`).
+    pub leader_gap: LeaderGap,
+    /// The beats this member's followers answered while it leads (see `beats`).
+    pub beats: parking_lot::Mutex<BeatAcks>,
     /// `mono_ms` when this member last became leader.
     pub leader_since: AtomicU64,
     /// Set when the leader's replication stream to this member ended (see `serve_rpc`), cleared
@@ -56,6 +64,48 @@ pub struct MemberStatus {
     /// Set while this member is a leader without a quorum (`watch_role`): it takes no
     /// proposals, so that nothing it appends keeps its followers believing it leads.
     pub quiet: AtomicBool,
+}
+
+impl MemberStatus {
+    /// An append, snapshot or beat from the leader this member follows reached it.
+    pub fn heard_leader(&self) {
+        let now = crate::session::mono_ms().max(1);
+        self.leader_contact.store(now, Ordering::Release);
+        self.leader_gap.heard(now);
+    }
+}
+
+/// The longest this member went without hearing from a leader, between two appends or beats
+/// (leadership changes included, its own time as leader not), since the last `reset` (`srst`):
+/// `zk_leader_gap_max_ms` in mntr. With beats every heartbeat it stays near one heartbeat
+/// interval, under a burst of large writes too.
+#[derive(Debug, Default)]
+pub struct LeaderGap {
+    /// `mono_ms` of the last contact (0: none since the start or since this member last led).
+    from: AtomicU64,
+    max: AtomicU64,
+}
+
+impl LeaderGap {
+    fn heard(&self, now: u64) {
+        let from = self.from.swap(now, Ordering::AcqRel);
+        if from != 0 {
+            self.max.fetch_max(now.saturating_sub(from), Ordering::AcqRel);
+        }
+    }
+
+    /// This member leads: the next contact starts a new measure.
+    fn leading(&self) {
+        self.from.store(0, Ordering::Release);
+    }
+
+    pub fn max_ms(&self) -> u64 {
+        self.max.load(Ordering::Acquire)
+    }
+
+    pub fn reset(&self) {
+        self.max.store(0, Ordering::Release);
+    }
 }
 
 /// True once this member has a membership (it initialized, or a leader's log or snapshot
@@ -121,11 +171,18 @@ pub async fn watch_role(
             _ = status.wake.notified() => {}
             _ = every.tick() => {}
         }
-        let (state, leader, term, since_ack, running, applied) = {
+        let (state, leader, term, running, applied) = {
             let m = metrics.borrow();
             let applied = m.last_applied.map_or(0, |l| l.index);
-            (m.state, m.current_leader, m.current_term, m.millis_since_quorum_ack, m.running_state.clone(), applied)
+            (m.state, m.current_leader, m.current_term, m.running_state.clone(), applied)
         };
+        // A quorum's answers to AppendEntries or to beats (`beats`): under a burst of large
+        // entries only the beats come every heartbeat.
+        let since_ack = quorum_ack_ms_ago(&raft, &status);
+        if state == openraft::ServerState::Leader {
+            // A leader hears no leader: its own time as one is no gap (`LeaderGap`).
+            status.leader_gap.leading();
+        }
         {
             let mut gate = status.seed.lock();
             // A leader's first entry after the seed (index 1) is applied only once a quorum

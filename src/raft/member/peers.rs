@@ -17,12 +17,46 @@ pub struct PeerPort {
     pub log: LogStore,
     /// The `deaf-peer-port` failpoint: connections accepted this soon after start are closed.
     pub deaf_for: Duration,
+    /// The `slow-appends` failpoint (`SlowAppends`).
+    pub slow_appends: Option<SlowAppends>,
+}
+
+/// The `slow-appends=MS` failpoint: this member takes each AppendEntries that carries more than
+/// `SlowAppends::OVER` bytes of entries MS ms longer to append, one at a time, as a member whose
+/// disk takes that long to write them (smaller ones, heartbeats among them, as usual: the
+/// ensemble forms and elects as always). A test of the beat lane: a follower that heard its
+/// leader only through appends heard nothing for as long.
+pub struct SlowAppends {
+    delay: Duration,
+    disk: tokio::sync::Mutex<()>,
+}
+
+impl SlowAppends {
+    /// Entries above this size, encoded, are slow.
+    pub const OVER: u64 = 512 * 1024;
+
+    pub fn new(ms: u64) -> Option<SlowAppends> {
+        (ms > 0).then(|| SlowAppends { delay: Duration::from_millis(ms), disk: Default::default() })
+    }
+
+    /// Waits as the slow disk would for `r`'s entries; the guard holds the disk while `r` is
+    /// appended.
+    async fn write(&self, r: &openraft::raft::AppendEntriesRequest<crate::raft::types::Zkr>) -> Option<impl Drop + '_> {
+        let bytes: u64 = r.entries.iter().map(|e| bincode::serialized_size(e).unwrap_or(0)).sum();
+        if bytes <= Self::OVER {
+            return None;
+        }
+        let disk = self.disk.lock().await;
+        tracing::info!(bytes, "failpoint slow-appends: this append takes {:?} longer", self.delay);
+        tokio::time::sleep(self.delay).await;
+        Some(disk)
+    }
 }
 
 /// Serves the peer port: openraft's RPCs and forward streams from other members.
 pub async fn serve_peers(port: PeerPort, mut listener: crate::listen::Listener, shutdown: CancellationToken) {
-    let PeerPort { link, raft, submitter, core, status, log, deaf_for } = port;
-    let deaf_until = std::time::Instant::now() + deaf_for;
+    let deaf_until = std::time::Instant::now() + port.deaf_for;
+    let port = Arc::new(port);
     loop {
         let accepted = tokio::select! {
             _ = shutdown.cancelled() => break,
@@ -41,9 +75,9 @@ pub async fn serve_peers(port: PeerPort, mut listener: crate::listen::Listener, 
             continue;
         }
         let _ = tcp.set_nodelay(true);
-        let (raft, core, status, stop) = (raft.clone(), core.clone(), status.clone(), shutdown.clone());
-        let (submitter, link, log) = (submitter.clone(), link.clone(), log.clone());
+        let (port, stop) = (port.clone(), shutdown.clone());
         tokio::spawn(async move {
+            let link = &port.link;
             let mut stream = match link.accept(tcp, peer).await {
                 Ok(s) => s,
                 Err(e) => {
@@ -62,8 +96,9 @@ pub async fn serve_peers(port: PeerPort, mut listener: crate::listen::Listener, 
                 _ = stop.cancelled() => Ok(()),
                 r = async {
                     match hello.kind {
-                        Kind::Rpc => serve_rpc(stream, hello.from, &raft, &status, &link, &log).await,
-                        Kind::Forward => serve_forward(stream, &raft, &submitter, &core, link.timing).await,
+                        Kind::Rpc => serve_rpc(stream, hello.from, &port).await,
+                        Kind::Forward => serve_forward(stream, &port).await,
+                        Kind::Beat => super::beats::serve_beats(stream, hello.from, &port.raft, &port.status).await,
                     }
                 } => r,
             };
@@ -85,17 +120,10 @@ pub async fn serve_peers(port: PeerPort, mut listener: crate::listen::Listener, 
 /// starts. A stream that ends while the leader still answers (openraft rebuilds its
 /// replication streams, e.g. after a membership change) changes nothing. The next
 /// AppendEntries, from whichever leader, makes this member a follower again.
-pub(super) async fn serve_rpc(
-    mut s: PeerStream,
-    from: MemberId,
-    raft: &Raft,
-    status: &Arc<MemberStatus>,
-    link: &Link,
-    log: &LogStore,
-) -> Result<(), wire::PeerError> {
+pub(super) async fn serve_rpc(mut s: PeerStream, from: MemberId, port: &PeerPort) -> Result<(), wire::PeerError> {
+    let (raft, status, link, log) = (&port.raft, &port.status, &port.link, &port.log);
     let mut replicated = false;
-    let election_min = link.timing.election_min;
-    let result = serve_rpc_frames(&mut s, from, raft, status, log, election_min, &mut replicated).await;
+    let result = serve_rpc_frames(&mut s, from, port, &mut replicated).await;
     drop(s);
     let (me, leader, addr) = {
         let m = raft.metrics();
@@ -156,12 +184,11 @@ pub(super) async fn peer_is_gone(addr: &str, link: &Link) -> bool {
 pub(super) async fn serve_rpc_frames(
     s: &mut PeerStream,
     from: MemberId,
-    raft: &Raft,
-    status: &MemberStatus,
-    log: &LogStore,
-    election_min: Duration,
+    port: &PeerPort,
     replicated: &mut bool,
 ) -> Result<(), wire::PeerError> {
+    let (raft, status, log) = (&port.raft, &*port.status, &port.log);
+    let election_min = port.link.timing.election_min;
     let mut incoming = super::snapshot_in::Incoming::default();
     loop {
         let req: RpcRequest = wire::read_frame(&mut *s).await?;
@@ -230,12 +257,17 @@ pub(super) async fn serve_rpc_frames(
                 // A successful append means this member's log matches the leader's up to the
                 // request's last entry: exact, where the metrics may not show the append yet.
                 let sent_up_to = r.entries.last().map(|e| e.log_id.index).or(r.prev_log_id.map(|p| p.index));
+                let slow = match &port.slow_appends {
+                    Some(disk) => disk.write(&r).await,
+                    None => None,
+                };
                 let res = raft.append_entries(r).await;
+                drop(slow);
                 let from_our_leader =
                     matches!(&res, Ok(resp) if !matches!(resp, openraft::raft::AppendEntriesResponse::HigherVote(_)));
                 if let (Ok(resp), true) = (&res, from_our_leader) {
                     *replicated = true;
-                    status.leader_contact.store(crate::session::mono_ms().max(1), Ordering::Release);
+                    status.heard_leader();
                     status.leader_lost.store(false, Ordering::Release);
                     let last = raft.metrics().borrow().last_log_index.max(sent_up_to);
                     if resp.is_success() && status.amnesia.caught_up(term, commit, last) {
@@ -260,7 +292,7 @@ pub(super) async fn serve_rpc_frames(
                 // A deposed leader's snapshot is refused by openraft: it is no contact with a leader.
                 if r.vote >= raft.metrics().borrow().vote {
                     *replicated = true;
-                    status.leader_contact.store(crate::session::mono_ms().max(1), Ordering::Release);
+                    status.heard_leader();
                     status.leader_lost.store(false, Ordering::Release);
                 }
                 match incoming.check(from, &r) {
@@ -307,13 +339,8 @@ fn stale_leader(from: MemberId, term: u64) {
 /// is full this stops reading the stream (the follower's own queue then fills and fails its
 /// requests); replies wait in a bounded queue, and a follower that takes none of them for an
 /// election timeout loses the stream.
-pub(super) async fn serve_forward(
-    s: PeerStream,
-    raft: &Raft,
-    submitter: &Submitter,
-    core: &Upward,
-    timing: crate::raft::timing::Timing,
-) -> Result<(), wire::PeerError> {
+pub(super) async fn serve_forward(s: PeerStream, port: &PeerPort) -> Result<(), wire::PeerError> {
+    let (raft, submitter, core, timing) = (&port.raft, &port.submitter, &port.core, port.link.timing);
     let (mut rd, mut wr) = link::split(s);
     let (tx, mut rx) = mpsc::channel::<ForwardReply>(FORWARD_QUEUE);
     let gone = CancellationToken::new();

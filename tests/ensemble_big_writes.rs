@@ -4,8 +4,9 @@
 //! byte-bounded appends, the leader's AppendEntries of 64 such entries missed openraft's
 //! one-heartbeat deadline again and again: the leader lost its quorum ("leader without a quorum
 //! for 10s"), the followers heard no leader, and most creates got ConnectionLoss. ZooKeeper 3.8
-//! takes all 200 in about 9 s. Part of the `integration` binary; its two tests take turns (`BURST`):
-//! two ensembles pushing 200 MB each on two cores would measure the machine, not the link.
+//! takes all 200 in about 9 s. Part of the `ensemble_pause` binary, whose tests take turns
+//! (`ALONE`): heartbeat gaps are timing, and beside the integration binary's parallel ensembles
+//! one burst saw a member log a lost leader, which measured the machine, not the link.
 
 use crate::common::cluster::persistent;
 use crate::common::ensemble_proc::ProcEnsemble;
@@ -13,7 +14,6 @@ use std::time::Duration;
 use zookeeper_client as zk;
 
 /// Held by each test of this file for its whole run.
-static BURST: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 const CREATES: usize = 200;
 const VALUE_BYTES: usize = 1_000_000;
@@ -61,7 +61,7 @@ fn leader_gap_max_ms(ens: &ProcEnsemble, i: usize) -> Option<u64> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_hundred_one_megabyte_creates_through_a_follower_all_succeed_without_losing_the_leader() {
-    let _alone = BURST.lock().await;
+    let _alone = crate::ALONE.lock().await;
     let ens = ProcEnsemble::start(3, 2000);
     let l = ens.leader();
     let f = (0..3).find(|i| *i != l && ens.mode(*i) == "follower").expect("a follower");
@@ -118,7 +118,7 @@ async fn two_hundred_one_megabyte_creates_through_a_follower_all_succeed_without
 /// (ZooKeeper's leader pings its learners whatever the proposals in flight).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn followers_hear_their_leader_while_an_append_takes_longer_than_an_election_timeout() {
-    let _alone = BURST.lock().await;
+    let _alone = crate::ALONE.lock().await;
     let ens = ProcEnsemble::start_with(3, 2000, "", &[("ZKR_FAILPOINTS", "slow-appends=1500")]);
     let l = ens.leader();
     let followers: Vec<usize> = (0..3).filter(|i| *i != l).collect();

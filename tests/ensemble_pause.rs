@@ -6,6 +6,7 @@
 //! heartbeat) miss and stalled the new leader for reasons of its own.
 
 mod common;
+mod ensemble_big_writes;
 mod ensemble_prevote;
 
 /// Held by each test of this binary for its whole run.

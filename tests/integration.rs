@@ -13,7 +13,6 @@ mod client;
 mod dubbo;
 mod durability;
 mod ensemble;
-mod ensemble_big_writes;
 mod ensemble_crash;
 mod ensemble_guarantees;
 mod ensemble_sasl;

@@ -13,8 +13,6 @@ use crate::common::ensemble_proc::ProcEnsemble;
 use std::time::Duration;
 use zookeeper_client as zk;
 
-/// Held by each test of this file for its whole run.
-
 const CREATES: usize = 200;
 const VALUE_BYTES: usize = 1_000_000;
 

@@ -13,7 +13,9 @@
 #   - pause: benches/pause/writer.py (kazoo, one session on a follower, 64 pipelined 32 KB
 #     setData) while the leader is SIGSTOPped for 20 s, PAUSES times: time from the SIGSTOP until
 #     the follower's writes are acknowledged again, and whether the session expired (issue 22,
-#     item 3: a paused leader never stalls a follower).
+#     item 3: a paused leader never stalls a follower);
+#   - bigwrite (only when BENCH_ONLY names it): 1 KB, 100 KB and 1 MB values, pipelined, with the
+#     followers' longest silence from their leader on zkr (issue 43).
 #
 #   scripts/bench-ensemble.sh            full run (10 kills per server; about 25 minutes)
 #   scripts/bench-ensemble.sh --quick    small sizes, 3 kills (about 6 minutes)
@@ -21,7 +23,8 @@
 # Environment: BENCH_ENS_PORT_BASE (default 21200: clients base+1..3 ZooKeeper, +11..13 zkr;
 # peers +101..; elections +201..), BENCH_OUT (raw results, default
 # target/bench/ensemble-<UTC time>.txt), KEEP=1 keeps the scratch directory, ZKR_BIN,
-# BENCH_ONLY="write read churn failover pause" (a subset, space separated), ZKR_CFG_EXTRA (lines
+# BENCH_ONLY="write read churn failover pause bigwrite" (a subset, space separated; bigwrite only
+# when named), ZKR_CFG_EXTRA (lines
 # appended to each zkr member's zoo.cfg, e.g. ZKR_CFG_EXTRA=zkr.keepClientsOnLeaderLoss=true).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -138,6 +141,26 @@ pause() {
   done
 }
 
+# bigwrite SERVER: closed-loop create/setData of 1 KB, 100 KB and 1 MB values, 4 sessions x 8 in
+# flight spread over the members (issue 43: large znodes, as Solr configsets and Kafka state near
+# jute.maxbuffer); on zkr also the longest silence each follower heard from its leader during each
+# size (mntr zk_leader_gap_max_ms, reset by srst before it; ZooKeeper has no such figure).
+bigwrite() {
+  local s=$1 size i l line gaps
+  for size in 1000 100000 1000000; do
+    l=$(leader "$s")
+    for i in 1 2 3; do echo srst | timeout 3 nc -q1 127.0.0.1 "$(cport "$s" "$i")" >/dev/null 2>&1 || true; done
+    line=$(timeout 1200 "$ZKR" bench write --server "$(hosts "$s")" --server-pid "$(pids)" \
+      --data-bytes "$size" --connections 4 --window 8 $RW | grep '^bench=')
+    gaps=""
+    for i in 1 2 3; do
+      [ "$i" = "$l" ] && continue
+      gaps+="$(echo mntr | timeout 3 nc -q1 127.0.0.1 "$(cport "$s" "$i")" 2>/dev/null | awk '$1=="zk_leader_gap_max_ms"{print $2}'),"
+    done
+    record "$s" "bigwrite data_bytes=$size follower_gap_max_ms=${gaps%,} $line"
+  done
+}
+
 {
   echo "# zkr ensemble side-by-side $(date -u +%Y-%m-%dT%H:%M:%SZ) quick=$QUICK"
   echo "# zkr $(git rev-parse --short HEAD 2>/dev/null || echo '?'), ZooKeeper $(dpkg-query -W -f='${Version}' zookeeper 2>/dev/null || echo '?'), $(java -version 2>&1 | head -1)"
@@ -166,6 +189,11 @@ k=$((k + 1))
 for s in $(order $k); do
   wanted failover || break
   log "failover on $s ($KILLS leader kills, $FO_SESSIONS Java-client sessions)"; start "$s"; failover "$s"; stop
+done
+
+for s in $(order $k); do
+  wanted bigwrite || break
+  log "bigwrite on $s (1 KB, 100 KB, 1 MB values)"; start "$s"; bigwrite "$s"; stop
 done
 
 for s in $(order $k); do

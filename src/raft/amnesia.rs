@@ -82,22 +82,30 @@ pub fn load(raft_dir: &Path) -> Result<Option<Marker>, StorageError> {
 
 /// Records durably that the member is amnesiac (before it takes part in anything).
 pub fn mark(raft_dir: &Path, marker: &Marker) -> Result<(), StorageError> {
-    let p = path(raft_dir);
-    write_small(&p, marker, true).map_err(|e| StorageError::io(&p, e))?;
-    sync_dir(raft_dir);
-    Ok(())
+    put(raft_dir, &path(raft_dir), marker)
 }
 
 /// Removes the marker: the member is whole.
 pub fn clear(raft_dir: &Path) -> Result<(), StorageError> {
-    let p = path(raft_dir);
-    match std::fs::remove_file(&p) {
+    remove(raft_dir, &path(raft_dir))
+}
+
+/// Writes one of this module's markers durably (the file, then its directory).
+fn put<T: serde::Serialize>(raft_dir: &Path, p: &Path, value: &T) -> Result<(), StorageError> {
+    write_small(p, value, true).map_err(|e| StorageError::io(p, e))?;
+    sync_dir(raft_dir);
+    Ok(())
+}
+
+/// Removes one of this module's markers durably; a missing one is already removed.
+fn remove(raft_dir: &Path, p: &Path) -> Result<(), StorageError> {
+    match std::fs::remove_file(p) {
         Ok(()) => {
             sync_dir(raft_dir);
             Ok(())
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(StorageError::io(&p, e)),
+        Err(e) => Err(StorageError::io(p, e)),
     }
 }
 
@@ -112,23 +120,12 @@ pub fn probing(raft_dir: &Path) -> bool {
 
 /// Records durably that the member starts its probe (before it takes part in anything).
 pub fn mark_probing(raft_dir: &Path) -> Result<(), StorageError> {
-    let p = probing_path(raft_dir);
-    write_small(&p, &(), true).map_err(|e| StorageError::io(&p, e))?;
-    sync_dir(raft_dir);
-    Ok(())
+    put(raft_dir, &probing_path(raft_dir), &())
 }
 
 /// Removes the probe's marker: its verdict is kept, or no longer wanted.
 pub fn clear_probing(raft_dir: &Path) -> Result<(), StorageError> {
-    let p = probing_path(raft_dir);
-    match std::fs::remove_file(&p) {
-        Ok(()) => {
-            sync_dir(raft_dir);
-            Ok(())
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(StorageError::io(&p, e)),
-    }
+    remove(raft_dir, &probing_path(raft_dir))
 }
 
 /// Where a member stands.

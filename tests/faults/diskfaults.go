@@ -18,7 +18,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -198,12 +197,14 @@ func logRecordCell(which, damage string) diskCell {
 	}}
 }
 
-func zkrCells() []diskCell {
+// logCells are the newest log file's cells, the same for both servers (c.newestLog reads
+// either format).
+func logCells() []diskCell {
 	var cells []diskCell
 	for _, w := range []string{"first", "middle", "last"} {
 		cells = append(cells, logRecordCell(w, "one byte flipped"))
 	}
-	cells = append(cells,
+	return append(cells,
 		logRecordCell("middle", "cut at its start (a record boundary)"),
 		logRecordCell("last", "cut inside it"),
 		logRecordCell("last", "zeroed"),
@@ -215,6 +216,10 @@ func zkrCells() []diskCell {
 			return filepath.Base(p) + " " + remove(p)
 		}},
 	)
+}
+
+func zkrCells() []diskCell {
+	cells := logCells()
 	for _, f := range []string{"raft/vote", "raft/committed", "raft/purged", "raft/incarnation"} {
 		cells = append(cells, fileCells(f, inData(f), true)...)
 	}
@@ -252,22 +257,7 @@ func zkrCells() []diskCell {
 }
 
 func zookeeperCells() []diskCell {
-	var cells []diskCell
-	for _, w := range []string{"first", "middle", "last"} {
-		cells = append(cells, logRecordCell(w, "one byte flipped"))
-	}
-	cells = append(cells,
-		logRecordCell("middle", "cut at its start (a record boundary)"),
-		logRecordCell("last", "cut inside it"),
-		logRecordCell("last", "zeroed"),
-		diskCell{"newest log file", "deleted", func(c *Cluster, m *Member, _ map[string][]byte) string {
-			p, _, _ := c.newestLog(m)
-			if p == "" {
-				return ""
-			}
-			return filepath.Base(p) + " " + remove(p)
-		}},
-	)
+	cells := logCells()
 	for _, f := range []string{"version-2/acceptedEpoch", "version-2/currentEpoch"} {
 		cells = append(cells, fileCells(f, inData(f), true)...)
 	}
@@ -544,9 +534,7 @@ func writeDiskReport(path string, kinds []string, results map[string][]diskResul
 		"lose-acked-wipe nemeses and the crash-point tests (tests/ensemble_crash.rs).\n\n")
 	for _, kind := range kinds {
 		wr("## %s\n\n| file | damage | what was done | back | time | lost | line |\n|---|---|---|---|---:|---:|---|\n", serverTitle[kind])
-		rs := results[kind]
-		sort.SliceStable(rs, func(i, j int) bool { return false })
-		for _, r := range rs {
+		for _, r := range results[kind] {
 			back := "yes"
 			if r.did == "" {
 				back = "–"

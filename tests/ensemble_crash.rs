@@ -199,3 +199,138 @@ async fn a_diverged_member_stopped_while_its_state_is_set_aside_starts_over_whol
     assert!(e.log(f).contains("set aside"), "{}", e.log(f));
     assert_eq!(e.exited(f), None, "the member stopped:\n{}", e.log(f));
 }
+
+const RECONFIG: &str =
+    "reconfigEnabled=true\nDigestAuthenticationProvider.superDigest=super:D/InIHSb7yEEbrWz8b9l71RjZJU=\n";
+
+/// A session on member `i` with the super identity, if it answers within 5 s.
+async fn admin_on(e: &ProcEnsemble, i: usize) -> Option<zk::Client> {
+    let addr = e.addr(i);
+    let mut connector = zk::Client::connector();
+    let connect = connector.session_timeout(Duration::from_secs(6)).connect(&addr);
+    let c = tokio::time::timeout(Duration::from_secs(5), connect).await.ok()?.ok()?;
+    c.auth("digest".into(), b"super:test".to_vec()).await.ok()?;
+    Some(c)
+}
+
+/// Member `i`'s `/zookeeper/config`: its `server.N` lines, sorted, and its version.
+async fn config_on(e: &ProcEnsemble, i: usize) -> Option<(Vec<String>, i64)> {
+    let c = admin_on(e, i).await?;
+    c.sync("/zookeeper/config").await.ok()?;
+    let (text, _) = c.get_config().await.ok()?;
+    let text = String::from_utf8(text).ok()?;
+    let mut servers: Vec<String> = text.lines().filter(|l| l.starts_with("server.")).map(str::to_owned).collect();
+    servers.sort();
+    let version = text.lines().find_map(|l| l.strip_prefix("version="))?;
+    Some((servers, i64::from_str_radix(version, 16).ok()?))
+}
+
+/// `lines` as joining servers (`incremental`) or as the new member list, from `version`.
+async fn reconfigure(c: &zk::Client, lines: &[String], incremental: bool, version: i64) -> Result<(), zk::Error> {
+    let items: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let it = items.iter().copied();
+    let update = match incremental {
+        true => zk::EnsembleUpdate::Incremental { joinings: it, leavings: [].iter().copied() },
+        false => zk::EnsembleUpdate::New { ensemble: it },
+    };
+    c.update_ensemble(update, Some(version)).await.map(|_| ())
+}
+
+/// Reconfig is one step for the client (issue 38, item 6): the leader is stopped at `point`, a
+/// step of carrying out a reconfig that adds member 4 and removes a follower (or, with
+/// `demote`, makes a follower an observer). The survivors' leader finishes the plan: no member
+/// ever shows a configuration that is neither the old nor the new one, every member ends on
+/// the new one with one version, the client's retry from the old version gets BadVersion (it
+/// happened), and the ensemble serves writes.
+async fn a_leader_stopped_at_a_reconfig_step(point: &str, demote: bool) {
+    let mut e = ProcEnsemble::start_with(3, 500, RECONFIG, &[("ZKR_FAILPOINTS", &format!("crash-at={point}"))]);
+    let l = e.leader();
+    let (f, g) = ((l + 1) % 3, (l + 2) % 3);
+    let (before, version) = config_on(&e, f).await.expect("the configuration");
+    let c = admin_on(&e, l).await.expect("an admin session on the leader");
+    let (lines, joiner) = if demote {
+        (vec![format!("server.{}={}", g + 1, e.server_spec(g).replace(":participant", ":observer"))], None)
+    } else {
+        let j = e.join();
+        let lines = [l, f, j].iter().map(|i| format!("server.{}={}", i + 1, e.server_spec(*i))).collect();
+        (lines, Some(j))
+    };
+    let outcome = reconfigure(&c, &lines, demote, version).await;
+    assert!(outcome.is_err(), "{point}: the leader answered before it stopped: {outcome:?}");
+    assert!(e.wait_exit(l, Duration::from_secs(30)).is_some(), "{point}: never reached:\n{}", e.log(l));
+    assert!(e.log(l).contains(&format!("failpoint crash-at={point}")), "{point}: stopped elsewhere:\n{}", e.log(l));
+    drop(c);
+
+    // The survivors finish the plan; meanwhile every configuration shown is the old or the new.
+    let survivors: Vec<usize> = [Some(f), Some(g), joiner].into_iter().flatten().collect();
+    let mut seen: Vec<Vec<String>> = vec![before.clone()];
+    let until = tokio::time::Instant::now() + Duration::from_secs(60);
+    if demote {
+        // The demotion left l and f as the voters: nothing is decided without l.
+        e.set_env(&[]);
+        e.restart(l);
+    }
+    let settled = loop {
+        let mut now = Vec::new();
+        for i in &survivors {
+            if let Some((servers, v)) = config_on(&e, *i).await {
+                if !seen.contains(&servers) {
+                    seen.push(servers.clone());
+                }
+                now.push((*i, servers, v));
+            }
+        }
+        // The removed member may keep the old configuration; the others move.
+        let must_move: Vec<usize> = survivors.iter().copied().filter(|i| demote || *i != g).collect();
+        let moved = must_move.iter().all(|i| now.iter().any(|(j, s, _)| j == i && *s != before));
+        if moved {
+            break now.iter().find(|(_, s, _)| *s != before).map(|(_, s, v)| (s.clone(), *v)).expect("a new one");
+        }
+        assert!(
+            tokio::time::Instant::now() < until,
+            "{point}: the plan was never finished: {now:?}\n{}",
+            survivors.iter().map(|i| e.log(*i)).collect::<String>()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(seen.len() <= 2, "{point}: a configuration neither old nor new was shown: {seen:#?}");
+    let (servers, new_version) = settled;
+    assert_ne!(new_version, version, "{point}");
+    let line = |i: usize| servers.iter().find(|s| s.starts_with(&format!("server.{}=", i + 1))).cloned();
+    if demote {
+        assert!(line(g).is_some_and(|s| s.contains(":observer")), "{point}: {servers:?}");
+    } else {
+        assert!(line(g).is_none(), "{point}: member {} removed: {servers:?}", g + 1);
+        let j = joiner.expect("a joiner");
+        assert!(line(j).is_some_and(|s| s.contains(":participant")), "{point}: {servers:?}");
+    }
+
+    // The stopped leader comes back on the new configuration; the retry learns it happened.
+    e.set_env(&[]);
+    e.restart(l);
+    let members: Vec<usize> = [Some(l), Some(f), joiner, demote.then_some(g)].into_iter().flatten().collect();
+    for i in &members {
+        let until = tokio::time::Instant::now() + Duration::from_secs(30);
+        while config_on(&e, *i).await != Some((servers.clone(), new_version)) {
+            assert!(
+                tokio::time::Instant::now() < until,
+                "{point}: member {} never showed {servers:?}:\n{}",
+                i + 1,
+                e.log(*i)
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    let c = admin_on(&e, f).await.expect("a session");
+    let retry = reconfigure(&c, &lines, demote, version).await;
+    assert_eq!(retry, Err(zk::Error::BadVersion), "{point}: the retry from the old version");
+    c.create(&format!("/after-{point}"), b"", &persistent()).await.expect("the ensemble serves writes");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_stopped_at_any_step_of_a_reconfig_leaves_the_old_or_the_new_configuration_never_a_mix() {
+    for point in ["reconfig-begun", "reconfig-added", "reconfig-voted", "reconfig-removed"] {
+        a_leader_stopped_at_a_reconfig_step(point, false).await;
+    }
+    a_leader_stopped_at_a_reconfig_step("reconfig-demoted", true).await;
+}

@@ -60,7 +60,7 @@ pub struct Failpoints {
 
 /// The steps of recovery and of snapshots a test can stop a member at (`crash-at=NAME`): each
 /// fsync, rename or unlink whose order decides what a crash leaves behind (the steps ALICE and
-/// CrashMonkey enumerate).
+/// CrashMonkey enumerate); and the steps of a reconfig between which a leader may die.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CrashPoint {
     /// The amnesia marker written, the damaged log not cut yet.
@@ -83,10 +83,23 @@ pub enum CrashPoint {
     SnapshotMeta,
     /// A snapshot from the leader renamed into place, its `.meta` not written yet.
     InstallRenamed,
+    /// A leader applied a reconfig's begin record, no membership changed yet.
+    ReconfigBegun,
+    /// A reconfig's new servers joined as learners (each fires after a step that changed the
+    /// membership, so a later leader finishing the plan skips it and lives).
+    ReconfigAdded,
+    /// A reconfig's new addresses set.
+    ReconfigMoved,
+    /// A reconfig's new voters added.
+    ReconfigVoted,
+    /// A reconfig's demoted participants kept as learners.
+    ReconfigDemoted,
+    /// A reconfig's leaving servers removed, its end record not proposed yet.
+    ReconfigRemoved,
 }
 
 impl CrashPoint {
-    pub const ALL: [(&'static str, CrashPoint); 10] = [
+    pub const ALL: [(&'static str, CrashPoint); 16] = [
         ("amnesia-marked", CrashPoint::AmnesiaMarked),
         ("log-cut-copied", CrashPoint::LogCutCopied),
         ("log-cut-zeroed", CrashPoint::LogCutZeroed),
@@ -97,6 +110,12 @@ impl CrashPoint {
         ("snapshot-written", CrashPoint::SnapshotWritten),
         ("snapshot-meta", CrashPoint::SnapshotMeta),
         ("install-renamed", CrashPoint::InstallRenamed),
+        ("reconfig-begun", CrashPoint::ReconfigBegun),
+        ("reconfig-added", CrashPoint::ReconfigAdded),
+        ("reconfig-moved", CrashPoint::ReconfigMoved),
+        ("reconfig-voted", CrashPoint::ReconfigVoted),
+        ("reconfig-demoted", CrashPoint::ReconfigDemoted),
+        ("reconfig-removed", CrashPoint::ReconfigRemoved),
     ];
 
     pub fn name(self) -> &'static str {

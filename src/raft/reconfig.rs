@@ -5,10 +5,17 @@
 //! out: observers join as learners, participants join as learners first and become voters once
 //! they have caught up (ZooKeeper requires a quorum of the new configuration to be connected:
 //! a participant that does not catch up in time fails with NewConfigNoQuorum), leaving members
-//! are removed. The membership entries, when applied, rewrite `/zookeeper/config`.
+//! are removed.
+//!
+//! A reconfig is one step for the client, as ZooKeeper's is one proposal: the plan is logged as
+//! a begin record (`CommandOp::ReconfigBegin`), which every member applies alike (refused if
+//! another is pending or `fromConfig` is stale) and keeps with its tree, snapshots included.
+//! The leader carries it out, a leader elected while it is pending finishes it, and its end
+//! record (`CommandOp::ReconfigEnd`) writes `/zookeeper/config` with the new version, once.
 
 use super::members::{parse_server, ServerSpec};
 use super::types::{Membership, Raft};
+use crate::config::CrashPoint;
 use crate::proto::ErrorCode;
 use openraft::ChangeMembers;
 use serde::{Deserialize, Serialize};
@@ -23,10 +30,32 @@ pub struct Plan {
     /// Existing members with a new role (participant ↔ observer), new addresses, or both: what
     /// ZooKeeper does when a reconfig names an existing server with a different spec.
     pub change: BTreeMap<u64, ServerSpec>,
-    /// The client's `fromConfig` (not -1): checked again by the leader, where reconfigs are
-    /// ordered, so two reconfigs from the same configuration sent to different members cannot
-    /// both succeed (ZooKeeper checks it in the leader's PrepRequestProcessor).
+    /// The client's `fromConfig` (not -1): checked again where the begin record is applied,
+    /// where reconfigs are ordered, so two reconfigs from the same configuration sent to
+    /// different members cannot both succeed (ZooKeeper checks it in the leader's
+    /// PrepRequestProcessor).
     pub from_version: Option<i64>,
+}
+
+/// A reconfig begun in the log and not yet ended (`CommandOp::ReconfigBegin`): the zxid of its
+/// begin record, the client's member and proposal number there, and the plan. Kept with the
+/// tree (`DataTree::pending_reconfig`), so snapshots and new leaders carry it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pending {
+    pub begun: i64,
+    pub member: u64,
+    pub seq: u64,
+    pub plan: Plan,
+}
+
+impl Pending {
+    pub fn to_bytes(&self) -> Vec<u8> {
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+
+    pub fn from_bytes(b: &[u8]) -> Option<Pending> {
+        serde_json::from_slice(b).ok()
+    }
 }
 
 /// `server.N=spec` entries of a joining or newMembers string (comma or newline separated).
@@ -99,6 +128,16 @@ pub fn plan(
 }
 
 impl Plan {
+    /// The plan as the log's begin record carries it.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+
+    /// A begin record's plan; `None` if the bytes are not one.
+    pub fn from_bytes(b: &[u8]) -> Option<Plan> {
+        serde_json::from_slice(b).ok()
+    }
+
     /// Server `id` named with `spec` in the new configuration: added if it is not a member,
     /// changed if its role or an address differs, nothing if it is the same.
     fn name(&mut self, id: u64, spec: ServerSpec, now: &BTreeMap<u64, ServerSpec>, voters: &BTreeSet<u64>) {
@@ -147,86 +186,89 @@ fn mapped<E: std::fmt::Display>(
     }
 }
 
-/// Carries a plan out on the leader; the log index of its last membership entry. The caller
-/// holds the leader's reconfig lock, so the plan's steps never interleave with another's.
-pub async fn execute(raft: &Raft, plan: Plan, catch_up: Duration) -> Result<u64, Failed> {
-    let (mut last, version) = {
-        let m = raft.metrics();
-        let m = m.borrow();
-        let log_id = m.membership_config.log_id().as_ref().copied();
-        (log_id.map_or(0, |l| l.index), log_id.map_or(0, |l| super::types::zxid_of(&l)))
-    };
-    if plan.from_version.is_some_and(|v| v != version) {
-        tracing::info!(
-            version = format!("0x{version:x}"),
-            "reconfig refused: the configuration changed since the client read it"
-        );
-        return Err(Failed::Code(ErrorCode::BadVersion));
-    }
+/// The membership now: every node with its spec, and the voters.
+fn now(raft: &Raft) -> (BTreeMap<u64, ServerSpec>, BTreeSet<u64>) {
+    let m = raft.metrics();
+    let m = m.borrow();
+    let ms = m.membership_config.membership();
+    (ms.nodes().map(|(i, n)| (*i, n.clone())).collect(), ms.voter_ids().collect())
+}
+
+/// Carries out the pending reconfig `plan` on the leader; the log index of its last membership
+/// entry. Every step looks at the membership as it is and does only what is left, so a leader
+/// that takes over from one that died half-way finishes the same plan (the begin record in the
+/// log is what it finishes; `crash` stops a test's leader after a step that changed something).
+/// The caller holds the leader's reconfig lock, so the plan's steps never interleave with
+/// another's.
+pub async fn execute(raft: &Raft, plan: Plan, catch_up: Duration, crash: Option<CrashPoint>) -> Result<u64, Failed> {
+    let mut last = raft.metrics().borrow().membership_config.log_id().as_ref().map_or(0, |l| l.index);
     // A leader that died between the two entries of a membership change (joint, then the new
-    // configuration alone) left the joint one: finish it first, so the client's retry ends on
-    // the new membership, never half-way.
-    let joint = super::types::is_joint(raft.metrics().borrow().membership_config.membership());
-    if joint {
+    // configuration alone) left the joint one: finish it first.
+    if super::types::is_joint(raft.metrics().borrow().membership_config.membership()) {
         tracing::info!("finishing the membership change a former leader left half-way");
         last = mapped(raft.change_membership(ChangeMembers::AddVoterIds(BTreeSet::new()), true).await)?;
     }
+    let (nodes, voters) = now(raft);
     let observers: BTreeMap<u64, ServerSpec> =
-        plan.add.iter().filter(|(_, s)| s.observer).map(|(i, s)| (*i, s.clone())).collect();
+        plan.add.iter().filter(|(i, s)| s.observer && !nodes.contains_key(i)).map(|(i, s)| (*i, s.clone())).collect();
     let participants: BTreeMap<u64, ServerSpec> =
-        plan.add.iter().filter(|(_, s)| !s.observer).map(|(i, s)| (*i, s.clone())).collect();
+        plan.add.iter().filter(|(i, s)| !s.observer && !voters.contains(i)).map(|(i, s)| (*i, s.clone())).collect();
     if !observers.is_empty() {
-        last = mapped(raft.change_membership(ChangeMembers::AddNodes(observers), true).await)?;
+        last = mapped(raft.change_membership(ChangeMembers::AddNodes(observers.clone()), true).await)?;
     }
     for (id, spec) in &participants {
         match tokio::time::timeout(catch_up, raft.add_learner(*id, spec.clone(), true)).await {
             Ok(r) => last = mapped(r)?,
             Err(_) => {
                 // Not caught up in time: ZooKeeper's "no quorum of the new config is connected".
-                let ids: BTreeSet<u64> = participants.keys().copied().collect();
+                let ids: BTreeSet<u64> = participants.keys().copied().chain(observers.keys().copied()).collect();
                 let _ = raft.change_membership(ChangeMembers::RemoveNodes(ids), false).await;
                 return Err(Failed::Code(ErrorCode::NewConfigNoQuorum));
             }
         }
     }
+    if !observers.is_empty() || participants.keys().any(|i| !nodes.contains_key(i)) {
+        CrashPoint::ReconfigAdded.hit(crash);
+    }
     // Existing members: new addresses first (a promoted observer is reached at its new one),
     // then the roles.
-    let (now_nodes, voters_now): (BTreeMap<u64, ServerSpec>, BTreeSet<u64>) = {
-        let m = raft.metrics();
-        let m = m.borrow();
-        let ms = m.membership_config.membership();
-        (ms.nodes().map(|(i, n)| (*i, n.clone())).collect(), ms.voter_ids().collect())
-    };
+    let (nodes, voters) = now(raft);
     let readdressed: BTreeMap<u64, ServerSpec> = plan
         .change
         .iter()
-        .filter(|(id, spec)| now_nodes.get(id).is_some_and(|cur| !same_addresses(cur, spec)))
+        .filter(|(id, spec)| nodes.get(id).is_some_and(|cur| !same_addresses(cur, spec)))
         .map(|(id, spec)| (*id, spec.clone()))
         .collect();
     if !readdressed.is_empty() {
         last = mapped(raft.change_membership(ChangeMembers::SetNodes(readdressed), false).await)?;
+        CrashPoint::ReconfigMoved.hit(crash);
     }
-    let promoted = plan.change.iter().filter(|(id, s)| !s.observer && !voters_now.contains(id)).map(|(id, _)| *id);
-    let demoted: BTreeSet<u64> =
-        plan.change.iter().filter(|(id, s)| s.observer && voters_now.contains(id)).map(|(id, _)| *id).collect();
-    let new_voters: BTreeSet<u64> = participants.keys().copied().chain(promoted).collect();
+    let promoted = plan.change.iter().filter(|(_, s)| !s.observer).map(|(id, _)| *id);
+    let new_voters: BTreeSet<u64> =
+        participants.keys().copied().chain(promoted).filter(|id| !voters.contains(id)).collect();
     if !new_voters.is_empty() {
         last = mapped(raft.change_membership(ChangeMembers::AddVoterIds(new_voters), false).await)?;
+        CrashPoint::ReconfigVoted.hit(crash);
     }
+    let demoted: BTreeSet<u64> =
+        plan.change.iter().filter(|(id, s)| s.observer && voters.contains(id)).map(|(id, _)| *id).collect();
     if !demoted.is_empty() {
         // Kept as learners: ZooKeeper's demoted participant goes on as an observer.
         last = mapped(raft.change_membership(ChangeMembers::RemoveVoters(demoted), true).await)?;
+        CrashPoint::ReconfigDemoted.hit(crash);
     }
-    if !plan.remove.is_empty() {
-        let voters: BTreeSet<u64> = raft.metrics().borrow().membership_config.membership().voter_ids().collect();
-        let (gone_voters, gone_learners): (BTreeSet<u64>, BTreeSet<u64>) =
-            plan.remove.iter().partition(|id| voters.contains(id));
-        if !gone_voters.is_empty() {
-            last = mapped(raft.change_membership(ChangeMembers::RemoveVoters(gone_voters), false).await)?;
-        }
-        if !gone_learners.is_empty() {
-            last = mapped(raft.change_membership(ChangeMembers::RemoveNodes(gone_learners), false).await)?;
-        }
+    let (nodes, voters) = now(raft);
+    let gone_voters: BTreeSet<u64> = plan.remove.iter().filter(|id| voters.contains(id)).copied().collect();
+    if !gone_voters.is_empty() {
+        last = mapped(raft.change_membership(ChangeMembers::RemoveVoters(gone_voters), false).await)?;
+    }
+    let gone_learners: BTreeSet<u64> =
+        plan.remove.iter().filter(|id| nodes.contains_key(id) && !voters.contains(id)).copied().collect();
+    if !gone_learners.is_empty() {
+        last = mapped(raft.change_membership(ChangeMembers::RemoveNodes(gone_learners), false).await)?;
+    }
+    if plan.remove.iter().any(|id| nodes.contains_key(id)) {
+        CrashPoint::ReconfigRemoved.hit(crash);
     }
     Ok(last)
 }

@@ -400,7 +400,8 @@ async fn start_member(
     let amnesia = crate::raft::amnesia::Amnesia::new(&crate::raft::raft_dir(cfg), amnesia);
     let status = Arc::new(member::MemberStatus { seed: parking_lot::Mutex::new(gate), amnesia, ..Default::default() });
     member::tag_logs(me, status.clone());
-    let submitter = member::Submitter::spawn(raft.clone(), checks, status.clone(), shutdown.clone());
+    let submitter = member::Submitter::spawn(raft.clone(), checks, status.clone(), shutdown.clone())
+        .with_crash_point(cfg.failpoints.crash_at);
     let port = member::PeerPort {
         link: link.clone(),
         raft: raft.clone(),

@@ -4,7 +4,7 @@
 //! file      snapshot.<zxid, 16 hex digits>   (written as snapshot.<zxid>.tmp, fsync'd, renamed,
 //!           dir fsync'd; a .tmp left by a failed or interrupted write is removed at startup)
 //! layout    "ZKRS" | version u32 = 2 | zxid i64 | nodes u64 | segments u32 | segment* | node*
-//!           | sessions u32 | session* | crc32 u32
+//!           | sessions u32 | session* | reconfig buffer | crc32 u32
 //! segment   id u32 | bytes buffer       (the name dictionary, see tree/names.rs)
 //! node      parent u32 | name buffer | data buffer | acl vector<ACL> | czxid mzxid pzxid ctime mtime i64
 //!           | version cversion aversion i32 | ephemeralOwner i64 | children u32
@@ -12,7 +12,8 @@
 //!           parent's position in this list and `name` the name as stored, encoded against the
 //!           segments, so loading builds no path, looks up no parent and encodes no name;
 //!           the child count sizes the child map once on load)
-//! version 1 (still read) has no segments, and a node starts with its full path (ustring)
+//! reconfig  the ensemble's pending reconfig (`DataTree::pending_reconfig`), -1 if none.
+//! version 2 (still read) has no reconfig; version 1 (still read) has no segments, and a node starts with its full path (ustring)
 //!           instead of parent and name.
 //! session   id i64 | timeout i32 | flags u8 (bit 0: imported from ZooKeeper, password derived its way;
 //!           bit 1: an ensemble session, its 16-byte password follows; bit 2: its owner follows,
@@ -33,7 +34,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 const MAGIC: &[u8; 4] = b"ZKRS";
-const VERSION: u32 = 2;
+const VERSION: u32 = 3;
+/// Snapshots written before a pending reconfig was kept with the tree: otherwise the same.
+const VERSION_NO_RECONFIG: u32 = 2;
 /// Snapshots written before znode names were stored encoded: each node with its full path.
 const VERSION_PATHS: u32 = 1;
 
@@ -156,6 +159,7 @@ pub fn encode_to(tree: &DataTree, out: &mut impl Write) -> std::io::Result<()> {
             b.put_u64(o.seq);
         }
     }
+    b.put_buffer(tree.pending_reconfig());
     flush(&mut b, &mut crc, out)?;
     out.write_all(&crc.finalize().to_be_bytes())
 }
@@ -239,7 +243,7 @@ struct NodeRecord {
 
 fn node_record(version: u32) -> impl for<'a> FnMut(&'a [u8]) -> jute::JResult<'a, NodeRecord> {
     move |i| {
-        let (r, place) = if version == VERSION {
+        let (r, place) = if version != VERSION_PATHS {
             let (r, parent) = jute::int(i)?;
             let (r, name) = jute::buffer(r)?;
             (r, Place::Encoded(parent as u32, name.unwrap_or_default()))
@@ -301,18 +305,18 @@ pub fn read(path: &Path) -> Result<DataTree, StorageError> {
         },
         "not a zkr snapshot",
     )?;
-    if version != VERSION && version != VERSION_PATHS {
+    if version != VERSION && version != VERSION_NO_RECONFIG && version != VERSION_PATHS {
         return Err(StorageError::Corrupt {
             file: path.to_owned(),
             offset: 4,
-            reason: format!("snapshot format {version} is not one this zkr reads (1 or 2)"),
+            reason: format!("snapshot format {version} is not one this zkr reads (1, 2 or 3)"),
         });
     }
     let mut tree = DataTree::empty();
     tree.set_last_zxid(zxid);
     // Format 2: the name dictionary, then each node's parent by position.
     let mut ids: Vec<crate::tree::NodeId> = Vec::new();
-    if version == VERSION {
+    if version != VERSION_PATHS {
         let segments = w.next(jute::int, "bad name dictionary")?;
         for _ in 0..segments {
             let (id, bytes) = w.next(
@@ -368,6 +372,10 @@ pub fn read(path: &Path) -> Result<DataTree, StorageError> {
         let (id, info) = w.next(session_record, "bad session record")?;
         tree.restore_session(id, info);
     }
+    if version == VERSION {
+        let pending = w.next(jute::buffer, "bad pending reconfig")?;
+        tree.set_pending_reconfig(pending.map(|p| p.to_vec()));
+    }
     w.finish()?;
     Ok(tree)
 }
@@ -418,6 +426,11 @@ mod tests {
         }
         assert_eq!(back.ephemerals_of(9), vec!["/a/b".to_string()]);
         assert_eq!(back.sessions(), t.sessions());
+        assert_eq!(back.pending_reconfig(), None);
+        // A pending reconfig goes with the tree (a new leader or a member installing the
+        // snapshot finishes it).
+        t.set_pending_reconfig(Some(b"{\"plan\":1}".to_vec()));
+        assert_eq!(read_bytes(&encode(&t.snapshot_view())).pending_reconfig(), Some(&b"{\"plan\":1}"[..]));
     }
 
     #[test]
@@ -527,6 +540,21 @@ mod tests {
         let again = read_bytes(&encode(&back));
         assert_eq!(again.node_count(), back.node_count());
         assert!(again.get(&p).is_some());
+    }
+
+    /// Format 2 (before a pending reconfig was kept) is format 3 without its last field.
+    #[test]
+    fn reads_format_2() {
+        let t = providers_tree(50);
+        let v3 = encode(&t);
+        let mut v2 = v3[..v3.len() - 8].to_vec();
+        assert_eq!(&v3[v3.len() - 8..v3.len() - 4], &[0xff; 4], "no pending reconfig: a null buffer");
+        v2[4..8].copy_from_slice(&VERSION_NO_RECONFIG.to_be_bytes());
+        let crc = crc32fast::hash(&v2);
+        v2.put_u32(crc);
+        let back = read_bytes(&v2);
+        assert_eq!(back.node_count(), t.node_count());
+        assert_eq!(back.pending_reconfig(), None);
     }
 
     #[test]

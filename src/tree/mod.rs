@@ -127,6 +127,9 @@ pub struct DataTree {
     digest: Option<u64>,
     /// Paths with a quota (ZooKeeper's `pTrie`), derived from the `zookeeper_limits` nodes.
     quota_roots: BTreeSet<String>,
+    /// A reconfig begun in the replicated log and not yet ended, as the replicated core encodes
+    /// it (`raft::reconfig::Pending`): kept here so that snapshots carry it with the tree.
+    pending_reconfig: Option<Vec<u8>>,
 }
 
 /// Lists longer than this (encoded) are not kept: one huge directory must not double its memory.
@@ -213,6 +216,7 @@ impl DataTree {
             hasher: self.hasher.clone(),
             digest: None,
             quota_roots: BTreeSet::new(),
+            pending_reconfig: self.pending_reconfig.clone(),
         }
     }
 
@@ -245,6 +249,7 @@ impl DataTree {
             hasher: ahash::RandomState::new(),
             digest: None,
             quota_roots: BTreeSet::new(),
+            pending_reconfig: None,
         };
         let acl = t.intern_acl(&Acl::open_unsafe());
         let root = Znode::new(ROOT, Arc::from(&[][..]), Some(Bytes::new()), acl, NodeStat::default());
@@ -435,6 +440,15 @@ impl DataTree {
         for s in self.sessions.values_mut() {
             s.zk_password = true;
         }
+    }
+
+    /// The pending reconfig's record (see the field).
+    pub fn pending_reconfig(&self) -> Option<&[u8]> {
+        self.pending_reconfig.as_deref()
+    }
+
+    pub fn set_pending_reconfig(&mut self, record: Option<Vec<u8>>) {
+        self.pending_reconfig = record;
     }
 
     pub fn set_last_zxid(&mut self, zxid: Zxid) {

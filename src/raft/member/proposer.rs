@@ -21,6 +21,8 @@ pub struct Submitter {
     /// Held while a reconfig runs on this leader: reconfigs are carried out one at a time, each
     /// checked against the configuration the one before it left.
     reconfig: Arc<tokio::sync::Mutex<()>>,
+    /// A test's `crash-at` failpoint, for the steps of a reconfig.
+    crash: Option<crate::config::CrashPoint>,
 }
 
 /// Proposals queued for the leader's log: past this, whoever submits waits (the leader's own
@@ -39,7 +41,13 @@ impl Submitter {
     pub fn spawn(raft: Raft, checks: Checks, status: Arc<MemberStatus>, shutdown: CancellationToken) -> Submitter {
         let (tx, rx) = mpsc::channel(SUBMIT_QUEUE);
         tokio::spawn(run_submitter(raft, rx, checks, status, shutdown));
-        Submitter { tx, reconfig: Arc::default() }
+        Submitter { tx, reconfig: Arc::default(), crash: None }
+    }
+
+    /// Stops the process at a reconfig's step `crash` names (a test's failpoint).
+    pub fn with_crash_point(mut self, crash: Option<crate::config::CrashPoint>) -> Submitter {
+        self.crash = crash;
+        self
     }
 
     /// Queues a command for the log, waiting while the queue is full; `failed(seq)` runs if it
@@ -123,7 +131,7 @@ pub(super) async fn run_reconfig(
     catch_up: Duration,
 ) -> Result<u64, Option<crate::proto::ErrorCode>> {
     let _one_at_a_time = submitter.reconfig.lock().await;
-    crate::raft::reconfig::execute(raft, plan, catch_up).await.map_err(|f| match f {
+    crate::raft::reconfig::execute(raft, plan, catch_up, submitter.crash).await.map_err(|f| match f {
         crate::raft::reconfig::Failed::Code(c) => Some(c),
         crate::raft::reconfig::Failed::Unknown => None,
     })

@@ -597,7 +597,7 @@ fn is_barrier(req: &Request) -> bool {
 
 /// A session's identities, borrowed from the session table only, so that the tree and the watch
 /// tables stay free to borrow on the same request (no copy per request).
-fn ids_of(sessions: &HashMap<SessionId, Session>, sid: SessionId) -> &[Id] {
+pub(in crate::server::core) fn ids_of(sessions: &HashMap<SessionId, Session>, sid: SessionId) -> &[Id] {
     sessions.get(&sid).map_or(&[], |s| s.ids.as_slice())
 }
 

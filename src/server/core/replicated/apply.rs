@@ -92,11 +92,20 @@ impl Core {
 
     /// `/zookeeper/config` follows the membership (QuorumPeer writes it on every change).
     pub(super) fn apply_membership(&mut self, zxid: Zxid, m: &Membership) {
+        if self.tree.pending_reconfig().is_some() {
+            // The steps of a reconfig: the configuration appears at its end record, once.
+            return;
+        }
+        self.write_config(zxid, 0, m);
+    }
+
+    /// `/zookeeper/config` and the configuration files say membership `m`, at `zxid`.
+    pub(super) fn write_config(&mut self, zxid: Zxid, time: i64, m: &Membership) {
         let text = config_text(m, Self::config_version(m));
         let version = self.tree.get("/zookeeper/config").map_or(0, |n| n.stat.version + 1);
         let op = TxnOp::SetData { path: "/zookeeper/config".into(), data: Some(text.into()), version };
         // Membership entries carry no time: mtime 0 keeps every member's tree the same.
-        self.apply_txn(&Txn { zxid, time: 0, session: 0, op });
+        self.apply_txn(&Txn { zxid, time, session: 0, op });
         self.write_config_files(Self::config_version(m), m);
     }
 
@@ -210,6 +219,8 @@ impl Core {
                     r.reaping.remove(&path);
                 }
             }
+            CommandOp::ReconfigBegin { plan } => self.apply_reconfig_begin(zxid, cmd.origin, plan, waiting),
+            CommandOp::ReconfigEnd { begun, code } => self.apply_reconfig_end(zxid, cmd.time, begun, code),
             CommandOp::Attach { timeout_ms, password, seen } => {
                 // Not a txn: no zxid, as ZooKeeper's revalidation of a session makes none.
                 self.apply_attach(cmd.origin, sid, timeout_ms, &password, seen, waiting);
@@ -312,66 +323,9 @@ impl Core {
 
     /// Answers a sync, or a reconfig, whose point this member has applied.
     pub(super) fn answer_sync(&mut self, seq: u64) {
-        match self.repl().and_then(|r| r.waiting.remove(&seq)) {
-            Some(Waiting::Sync { conn, xid, path }) => {
-                self.reply(conn, xid, Ok(Response::Path(path)));
-                self.finish(conn);
-            }
-            Some(Waiting::Reconfig { conn, xid }) => {
-                // ReconfigRequest's answer: the new configuration's data and Stat.
-                let res = match self.tree.get("/zookeeper/config") {
-                    Some(n) => Ok(Response::GetData { data: n.data.clone(), stat: n.wire_stat() }),
-                    None => Err(ErrorCode::SystemError),
-                };
-                self.reply(conn, xid, res);
-                self.finish(conn);
-            }
-            _ => {}
-        }
-    }
-
-    /// `reconfig` on an ensemble with reconfigEnabled: checked here in PrepRequestProcessor's order
-    /// (syntax, the `fromConfig` version, then WRITE on /zookeeper/config, which only super
-    /// has; kazoo's TestReconfig pins that order), carried out by the leader.
-    pub(in crate::server::core) fn propose_reconfig(
-        &mut self,
-        conn: ConnId,
-        sid: SessionId,
-        xid: i32,
-        body: &RequestBody,
-    ) {
-        let RequestBody::Reconfig { joining, leaving, new_members, cur_config_id } = body else { return };
-        let Some(r) = self.log.replicated() else { return };
-        let current = r.membership.clone();
-        let planned =
-            crate::raft::reconfig::plan(joining.as_deref(), leaving.as_deref(), new_members.as_deref(), &current);
-        let mut plan = match planned {
-            Ok(p) => p,
-            Err(e) => return self.reply(conn, xid, Err(e)),
-        };
-        plan.from_version = (*cur_config_id != -1).then_some(*cur_config_id);
-        let version = Self::config_version(&current);
-        if *cur_config_id != -1 && *cur_config_id != version {
-            return self.reply(conn, xid, Err(ErrorCode::BadVersion));
-        }
-        let allowed = self
-            .tree
-            .get("/zookeeper/config")
-            .is_some_and(|n| acl::allows(&n.acl, crate::proto::perms::WRITE, ids_of(&self.sessions, sid)));
-        if !allowed {
-            return self.reply(conn, xid, Err(ErrorCode::NoAuth));
-        }
-        let Some(r) = self.log.replicated_mut() else { return };
-        r.next_seq += 1;
-        let seq = r.next_seq;
-        r.waiting.insert(seq, Waiting::Reconfig { conn, xid });
-        tracing::info!(?plan, "reconfig");
-        let sent = r.out.send(Proposal::Reconfig { seq, plan });
-        if let Some(c) = self.conns.get_mut(&conn) {
-            c.in_flight += 1;
-        }
-        if !sent {
-            self.fail(seq);
+        if let Some(Waiting::Sync { conn, xid, path }) = self.repl().and_then(|r| r.waiting.remove(&seq)) {
+            self.reply(conn, xid, Ok(Response::Path(path)));
+            self.finish(conn);
         }
     }
 }

@@ -22,6 +22,7 @@
 
 mod apply;
 mod check;
+mod reconfig;
 mod role;
 #[cfg(test)]
 mod tests;
@@ -124,6 +125,8 @@ pub struct Replicated {
     addresses: Option<(crate::listen::Follow, crate::listen::Follow)>,
     /// This member's entry in the last settled configuration applied in this run.
     settled: Option<crate::raft::members::ServerSpec>,
+    /// Leader: the pending reconfig its Raft side is carrying out, by run: the begin's zxid.
+    reconfig_runs: HashMap<u64, Zxid>,
 }
 
 impl Replicated {
@@ -153,6 +156,7 @@ impl Replicated {
             hold_conns_until: None,
             addresses: None,
             settled: None,
+            reconfig_runs: HashMap::new(),
             checks: check::Checks::default(),
         }
     }

@@ -15,15 +15,12 @@ impl Core {
                 }
             }
             ReplMsg::ReadIndex { seq, index: None } => self.fail(seq),
-            ReplMsg::ReconfigDone { seq, result: Err(None) } => self.fail(seq),
-            ReplMsg::ReconfigDone { seq, result: Err(Some(code)) } => {
-                if let Some(Waiting::Reconfig { conn, xid }) = self.repl().and_then(|r| r.waiting.remove(&seq)) {
-                    self.reply(conn, xid, Err(code));
-                    self.finish(conn);
-                }
-            }
-            // A reconfig committed at `index`, or a sync's read point: answered once applied.
-            ReplMsg::ReconfigDone { seq, result: Ok(index) } | ReplMsg::ReadIndex { seq, index: Some(index) } => {
+            // Leadership moved while the reconfig ran: the next leader finishes it.
+            ReplMsg::ReconfigDone { seq, result: Err(None) } => _ = self.repl().map(|r| r.reconfig_runs.remove(&seq)),
+            ReplMsg::ReconfigDone { seq, result: Err(Some(code)) } => self.reconfig_done(seq, Some(code)),
+            ReplMsg::ReconfigDone { seq, result: Ok(_) } => self.reconfig_done(seq, None),
+            // A sync's read point: answered once applied.
+            ReplMsg::ReadIndex { seq, index: Some(index) } => {
                 let Some(r) = self.repl() else { return };
                 if index <= r.applied_index() {
                     self.answer_sync(seq);
@@ -81,7 +78,10 @@ impl Core {
             if let Some(r) = self.repl() {
                 r.closing.clear();
                 r.reaping.clear();
+                r.reconfig_runs.clear();
             }
+            // A reconfig a former leader began is finished by this one.
+            self.carry_out_reconfig();
         }
         let now = self.now_ms();
         if role == Role::Looking && was.0 != Role::Looking {

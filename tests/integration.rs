@@ -11,6 +11,7 @@ mod durable;
 mod admin_https;
 mod client;
 mod dubbo;
+mod export;
 mod durability;
 mod ensemble;
 mod ensemble_crash;

@@ -11,6 +11,7 @@ use zkr::export::{export, ExportError, Options};
 use zkr::import::files::{Compression, ZkFile};
 use zkr::proto::Acl;
 use zkr::tree::{DataTree, NodeStat};
+use zookeeper_client as zk;
 
 type Nodes = BTreeMap<String, (Option<Vec<u8>>, Vec<Acl>, NodeStat)>;
 
@@ -60,7 +61,8 @@ async fn write_a_tree(cfg: zkr::config::Config) -> i64 {
     let container = zk::CreateMode::Container.with_acls(zk::Acls::anyone_all());
     c.create("/box", b"", &container).await.unwrap();
     c.create("/box/kid", b"", &persistent()).await.unwrap();
-    let ttl = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()).with_ttl(std::time::Duration::from_secs(3600));
+    let ttl =
+        zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()).with_ttl(std::time::Duration::from_secs(3600));
     c.create("/lease", b"ttl", &ttl).await.unwrap();
     // A quota as zkCli's setquota writes it.
     c.create("/zookeeper/quota/app", b"", &persistent()).await.unwrap();
@@ -91,8 +93,7 @@ async fn export_reads_back_as_the_same_tree_plain_gzip_and_snappy() {
     assert!(want_nodes.contains_key("/zookeeper/quota/app/zookeeper_limits"));
     assert!(want_nodes.contains_key("/after-snapshot"), "log records after the snapshot count");
 
-    for (name, compression) in
-        [("plain", None), ("gz", Some(Compression::Gzip)), ("snappy", Some(Compression::Snappy))]
+    for (name, compression) in [("plain", None), ("gz", Some(Compression::Gzip)), ("snappy", Some(Compression::Snappy))]
     {
         let out = target(&cfg.data_dir, name);
         let opts = Options { compression, myid: Some(3), ..Default::default() };

@@ -63,7 +63,10 @@ fn encode_file(tree: &DataTree, file: File, compression: Compression) -> io::Res
         }
         Compression::Snappy => {
             let snappy = SnappyJavaWriter::new(out)?;
-            encode(tree, BufWriter::with_capacity(1 << 16, snappy))?.into_inner().map_err(|e| e.into_error())?.finish()?
+            encode(tree, BufWriter::with_capacity(1 << 16, snappy))?
+                .into_inner()
+                .map_err(|e| e.into_error())?
+                .finish()?
         }
     };
     out.into_inner().map_err(|e| e.into_error())
@@ -115,12 +118,7 @@ fn acl_cache(tree: &DataTree) -> HashMap<Arc<[Acl]>, i64> {
     cache
 }
 
-fn node_record<W: Write>(
-    w: &mut W,
-    path: &str,
-    node: &Znode,
-    acls: &HashMap<Arc<[Acl]>, i64>,
-) -> io::Result<()> {
+fn node_record<W: Write>(w: &mut W, path: &str, node: &Znode, acls: &HashMap<Arc<[Acl]>, i64>) -> io::Result<()> {
     // `DataTree.serializeNode` names the root "", and "/" ends the node list.
     string(w, if path == "/" { "" } else { path })?;
     buffer(w, node.data.as_deref())?;

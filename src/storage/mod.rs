@@ -195,9 +195,12 @@ pub fn recover(cfg: &Config) -> Result<Recovered, StorageError> {
     Ok(Recovered { tree, secret, tail, lock, replayed })
 }
 
+/// The log's last segment and the offset where its records end (`wal::Replay::tail`).
+type Tail = Option<(PathBuf, u64)>;
+
 /// The state a data directory holds: its newest snapshot with every log record after it
 /// applied; also the log's tail and how many txns were replayed.
-fn rebuild(cfg: &Config, layout: &Layout) -> Result<(DataTree, Option<(PathBuf, u64)>, usize), StorageError> {
+fn rebuild(cfg: &Config, layout: &Layout) -> Result<(DataTree, Tail, usize), StorageError> {
     let mut tree = newest_snapshot(cfg, layout)?;
     let start = tree.last_zxid();
     let replay = wal::replay(&layout.log_dir, start)?;

@@ -21,6 +21,7 @@ pub mod client;
 pub mod codec;
 pub mod config;
 pub mod dubbo;
+pub mod export;
 pub mod fdlimit;
 pub mod import;
 pub mod listen;

@@ -85,6 +85,73 @@ enum Command {
     Takeover(zkr::takeover::tool::TakeoverArgs),
     /// Convert a ZooKeeper data directory (snapshots + transaction logs) into a zkr data directory.
     ImportZookeeper(ImportArgs),
+    /// Write a ZooKeeper data directory (a snapshot, the epoch files, optionally myid) from a
+    /// stopped standalone zkr's data directory: the way back from zkr to ZooKeeper.
+    ExportZookeeper(ExportArgs),
+}
+
+/// The flags of `zkr export-zookeeper`.
+#[derive(clap::Args)]
+struct ExportArgs {
+    /// The data directory of the stopped zkr server (its --data-dir / zoo.cfg dataDir).
+    #[arg(long)]
+    data_dir: std::path::PathBuf,
+    /// zkr's log directory, if it was not <data-dir>/wal (its --data-log-dir / dataLogDir).
+    #[arg(long)]
+    data_log_dir: Option<std::path::PathBuf>,
+    /// The ZooKeeper dataDir to create (must be new or empty); the snapshot goes to version-2/.
+    #[arg(long)]
+    zk_data_dir: std::path::PathBuf,
+    /// Compress the snapshot as ZooKeeper's snapshot.compression.method does: snapshot.<zxid>.gz
+    /// or .snappy (ZooKeeper 3.6+ reads either whatever its own setting). Default: plain.
+    #[arg(long, value_enum)]
+    compression: Option<SnapCompression>,
+    /// Also write <zk-data-dir>/myid with this server id, for a participant of an ensemble.
+    #[arg(long)]
+    myid: Option<u64>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum SnapCompression {
+    Plain,
+    Gz,
+    Snappy,
+}
+
+/// `zkr export-zookeeper`: exit 0 after an export, 1 if it refused or failed.
+fn export_zookeeper(args: ExportArgs) -> i32 {
+    use zkr::import::files::Compression;
+    let compression = args.compression.map(|c| match c {
+        SnapCompression::Plain => Compression::Plain,
+        SnapCompression::Gz => Compression::Gzip,
+        SnapCompression::Snappy => Compression::Snappy,
+    });
+    let opts = zkr::export::Options { data_log_dir: args.data_log_dir, compression, myid: args.myid };
+    match zkr::export::export(&args.data_dir, &args.zk_data_dir, &opts) {
+        Ok(e) => {
+            println!(
+                "exported zxid 0x{:x}: {} znodes, {} sessions into {}",
+                e.zxid,
+                e.znodes,
+                e.sessions,
+                e.snapshot.display()
+            );
+            let others = e.sessions - e.zookeeper_passwords;
+            if others > 0 {
+                println!(
+                    "{others} of the sessions were created by zkr with a password ZooKeeper does not derive: \
+                     their clients cannot re-attach to ZooKeeper, and their ephemerals stay there until the \
+                     session timeout; {} sessions (imported from ZooKeeper) can re-attach",
+                    e.zookeeper_passwords
+                );
+            }
+            0
+        }
+        Err(e) => {
+            eprintln!("zkr: export failed: {e}");
+            1
+        }
+    }
 }
 
 /// The flags of `zkr import-zookeeper`.
@@ -214,6 +281,7 @@ fn main() -> anyhow::Result<()> {
         Command::RepairLog(args) => std::process::exit(repair_log(args)),
         Command::Takeover(args) => std::process::exit(zkr::takeover::tool::run(args)),
         Command::ImportZookeeper(args) => std::process::exit(import_zookeeper(args)),
+        Command::ExportZookeeper(args) => std::process::exit(export_zookeeper(args)),
         Command::Serve(args) => {
             let cfg = match Config::from_args(&args) {
                 Ok(c) => c,

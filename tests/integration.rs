@@ -17,6 +17,7 @@ mod ensemble_crash;
 mod ensemble_guarantees;
 mod ensemble_sasl;
 mod ensemble_tls;
+mod export;
 mod fixtures;
 mod fuzz_smoke;
 mod hostile_acl;

@@ -191,7 +191,17 @@ pub fn recover(cfg: &Config) -> Result<Recovered, StorageError> {
     for tmp in snapshot::remove_unfinished(&layout.snap_dir)? {
         tracing::warn!(file = %tmp.display(), "removed an unfinished snapshot (a snapshot write failed or was interrupted)");
     }
-    let mut tree = newest_snapshot(cfg, &layout)?;
+    let (tree, tail, replayed) = rebuild(cfg, &layout)?;
+    Ok(Recovered { tree, secret, tail, lock, replayed })
+}
+
+/// The log's last segment and the offset where its records end (`wal::Replay::tail`).
+type Tail = Option<(PathBuf, u64)>;
+
+/// The state a data directory holds: its newest snapshot with every log record after it
+/// applied; also the log's tail and how many txns were replayed.
+fn rebuild(cfg: &Config, layout: &Layout) -> Result<(DataTree, Tail, usize), StorageError> {
+    let mut tree = newest_snapshot(cfg, layout)?;
     let start = tree.last_zxid();
     let replay = wal::replay(&layout.log_dir, start)?;
     if let Some(first) = replay.txns.first() {
@@ -208,7 +218,17 @@ pub fn recover(cfg: &Config) -> Result<Recovered, StorageError> {
         changes.clear();
         tree.apply(txn, &mut changes);
     }
-    Ok(Recovered { tree, secret, tail: replay.tail, lock, replayed: replay.txns.len() })
+    Ok((tree, replay.tail, replay.txns.len()))
+}
+
+/// The tree a stopped standalone server's data directory holds, read as `recover` reads it but
+/// changing nothing (no directory, secret or log segment is created, no unfinished snapshot
+/// removed). Takes the lock while it reads, so a server still running there is refused; a
+/// damaged snapshot or log record is an error naming the file (`zkr export-zookeeper`).
+pub fn read_stopped(cfg: &Config) -> Result<DataTree, StorageError> {
+    let layout = Layout::new(cfg);
+    let _lock = lock(&layout.data_dir)?;
+    Ok(rebuild(cfg, &layout)?.0)
 }
 
 /// `zkr repair-log`: cuts the log after the snapshot recovery would start from at its first

@@ -6,11 +6,19 @@
 #   tests/interop/import/run.sh                       # all variants, zkr from target/release
 #   ZKR_BIN=path/to/zkr tests/interop/import/run.sh   # a given zkr binary
 #   IMPORT_BOTH_ZK=1 tests/interop/import/run.sh      # "imported" side = 2nd ZooKeeper on a copy
-#   tests/interop/import/run.sh kill clean            # some variants (kill, clean, samedir, ensemble)
+#   tests/interop/import/run.sh kill clean            # some variants (kill, clean, samedir, ensemble,
+#                                                     #   export, roundtrip)
 #
 # The ensemble variant imports into member 1 of a new 3-member zkr ensemble (127.0.0.1 ports):
 # member 1 seeds it, members 2 and 3 start empty and catch up; each member must then serve the
 # tree ZooKeeper serves, with the same digest, and hand out zxids above every imported one.
+#
+# The export variant is the way back: zkr serves the workload, is killed, `zkr export-zookeeper`
+# writes a ZooKeeper dataDir (plain, then snappy), and ZooKeeper 3.8 started on it must serve the
+# tree zkr served, Stat for Stat, keep the ephemerals until their sessions expire, and refuse the
+# re-attach of zkr-born sessions (their passwords are not ZooKeeper's). The roundtrip variant goes
+# ZooKeeper -> import -> zkr (more writes) -> export (gzip) -> ZooKeeper, and the imported sessions
+# re-attach to ZooKeeper with ZooKeeper's passwords.
 #
 # Prints one PASS/FAIL line per check and ends with "N passed, N failed".
 # Exit status: 0 all passed, 1 something failed, 2 setup problem.
@@ -25,7 +33,7 @@ WORK="$HERE/.work"
 PY=/usr/bin/python3
 ZK_BIN_DIR=/usr/share/zookeeper/bin
 SUPER_PW="super:secret"
-ALL_VARIANTS="kill clean samedir ensemble"
+ALL_VARIANTS="kill clean samedir ensemble export roundtrip"
 MIN_FILES=3   # snapshot.* and log.* files the workload must leave behind (each)
 SWEEP_MS=1000 # container/TTL sweep interval of the servers started on the imported data
 export IMPORT_HOLDER_TIMEOUT=${IMPORT_HOLDER_TIMEOUT:-20}  # session timeout (s) of the session holding ephemerals
@@ -37,7 +45,7 @@ VARIANTS=()
 for a in "$@"; do
     case "$a" in
         -h|--help) sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
-        kill|clean|samedir|ensemble) VARIANTS+=("$a") ;;
+        kill|clean|samedir|ensemble|export|roundtrip) VARIANTS+=("$a") ;;
         *) die "unknown argument '$a' (variants: $ALL_VARIANTS)" ;;
     esac
 done
@@ -140,10 +148,10 @@ start_zk() {  # cfg port logfile [extra jvm flags] -> LAST_PID, LAST_START
     die "ZooKeeper ($1) did not start on port $2"
 }
 
-start_zkr() {  # datadir port logfile -> LAST_PID, LAST_START
+start_zkr() {  # datadir port logfile [extra serve flags] -> LAST_PID, LAST_START
     LAST_START=$(date +%s.%N)
     "$ZKR_BIN" serve --admin-enable false --bind 127.0.0.1 --port "$2" --data-dir "$1" --super-digest "$SUPER_DIGEST" \
-        --container-check-interval-ms "$SWEEP_MS" >"$3.stdout" 2>"$3" </dev/null &
+        --container-check-interval-ms "$SWEEP_MS" "${@:4}" >"$3.stdout" 2>"$3" </dev/null &
     LAST_PID=$!
     disown "$LAST_PID"
     PIDS+=("$LAST_PID")
@@ -453,12 +461,20 @@ PY
     fi
 }
 
+# . "$HERE/export.sh": the export and roundtrip variants (run_export, run_roundtrip)
+# shellcheck source=export.sh
+. "$HERE/export.sh"
+
 T0=$(date +%s)
 say "run directory $RUN_DIR; ports $ZK_PORT (ZooKeeper), $IMP_PORT (imported)"
 [ "$BOTH_ZK" = "1" ] && say "IMPORT_BOTH_ZK=1: the imported side is a 2nd ZooKeeper on a copy of the data" ||
     say "zkr: $ZKR_SRC"
 for v in "${VARIANTS[@]}"; do
-    run_variant "$v"
+    case "$v" in
+        export) run_export ;;
+        roundtrip) run_roundtrip ;;
+        *) run_variant "$v" ;;
+    esac
 done
 
 [ "$FAILED" -gt 0 ] && say "failed: ${FAILED_NAMES[*]}; files in $RUN_DIR"

@@ -26,6 +26,21 @@
       Waits until the ephemerals of both holder sessions are gone; records
       the seconds since START_EPOCH_SECS.
 
+  zkimport.py more-writes ADDR
+      A few writes on top of the workload's tree (the export round trip's
+      "zkr with writes" step): creates, setData, setACL, a delete.
+
+  zkimport.py reattach ADDR SESSIONS.json OUT.json [--close-first]
+      Tries to re-attach to each session of SESSIONS.json (written by the
+      workload when IMPORT_SESSIONS_OUT is set: id and password of the holder
+      sessions) and records which ones the server accepted.  With
+      --close-first only the first session is tried and, if accepted, closed
+      (its ephemerals go); the others are not touched.
+
+  Environment: WORKLOAD_QUOTA=1 makes the workload also set a quota on
+  /app (the zookeeper_limits and zookeeper_stats nodes zkCli's setquota
+  writes).
+
   zkimport.py compare-types LABEL EXPECTED.json ACTUAL.json EXPECTED_NAME ACTUAL_NAME
 
   zkimport.py compare LABEL EXPECTED.json ACTUAL.json [EXPECTED_NAME ACTUAL_NAME] [--skip PATH]...
@@ -266,6 +281,14 @@ def run_workload(addr, snapdir):
     op(c.create, "/types/persistent", b"")
     op(c.create, "/types/persistent/k", b"")
 
+    if os.environ.get("WORKLOAD_QUOTA") == "1":
+        # as zkCli's "setquota -n 50 -b 100000 /app" writes it (SetQuotaCommand.createQuota)
+        op(c.ensure_path, "/zookeeper/quota/app")
+        n += 1
+        op(c.create, "/zookeeper/quota/app/zookeeper_limits", b"count=50,bytes=100000")
+        op(c.create, "/zookeeper/quota/app/zookeeper_stats", b"count=0,bytes=0")
+        op(c.create, "/app/cfg/under-quota", b"counted")
+
     # multi transactions: a successful one and a failed one (ZooKeeper logs
     # the failed multi too, with error results, and it consumes a zxid)
     op(c.create, "/multi", b"")
@@ -368,7 +391,9 @@ def run_workload(addr, snapdir):
 
 
 def newest_snapshot(snapdir):
-    zx = [int(f.split(".", 1)[1], 16) for f in os.listdir(snapdir) if f.startswith("snapshot.")]
+    # snapshot.<zxid>[.gz|.snappy]; zkr's snapshot.<zxid>.tmp is a snapshot still being written
+    zx = [int(f.split(".")[1], 16) for f in os.listdir(snapdir)
+          if f.startswith("snapshot.") and not f.endswith(".tmp")]
     return max(zx) if zx else -1
 
 
@@ -441,6 +466,57 @@ def compare_types(label, exp_file, act_file, exp_name, act_name):
     print("PASS %s/types: emptied container and expired TTL node removed, others kept, on both"
           % label)
     return 0
+
+
+def more_writes(addr):
+    c = connect(addr, [ALICE])
+    try:
+        c.create("/roundtrip", b"written on zkr")
+        c.create("/roundtrip/seq-", b"", sequence=True)
+        c.set("/app/cfg/prod", b"changed on zkr")
+        c.set_acls("/acl/same-as-open", READ_ACL_UNSAFE + CREATOR_ALL_ACL)
+        c.delete("/bulk/n001")
+        c.create("/app/cfg/under-quota-2", b"zkr")
+    finally:
+        c.stop()
+        c.close()
+
+
+def reattach(addr, sessions_file, out, close_first=False):
+    """For each session: did the server accept its (id, password)?  Each try
+    runs in a child process that exits without closeSession, so an accepted
+    session is left as it was (only --close-first closes the first one)."""
+    with open(sessions_file) as f:
+        sessions = json.load(f)
+    res = []
+    for i, s in enumerate(sessions):
+        if close_first and i > 0:
+            break  # the others stay untouched, to expire on their own
+        sid, pw = s["id"], bytes.fromhex(s["password"])
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            attached = False
+            try:
+                c = KazooClient(hosts=addr, timeout=HOLDER_TIMEOUT, client_id=(sid, pw),
+                                connection_retry={"max_tries": 3, "delay": 0.2},
+                                command_retry={"max_tries": 0})
+                c.start(timeout=15)
+                attached = c.client_id is not None and c.client_id[0] == sid
+                if attached and close_first and i == 0:
+                    c.stop()
+            except Exception as e:  # noqa: BLE001 - any failure to attach is "not attached"
+                log("re-attach 0x%x: %r" % (sid, e))
+            os.write(w, b"1" if attached else b"0")
+            os._exit(0)
+        os.close(w)
+        got = os.read(r, 1)
+        os.close(r)
+        os.waitpid(pid, 0)
+        res.append({"id": "0x%x" % sid, "attached": got == b"1"})
+    with open(out, "w") as f:
+        json.dump(res, f)
 
 
 # --------------------------------------------------------------------------
@@ -565,6 +641,9 @@ def main():
         t0 = time.time()
         c, holders, n, tail = run_workload(addr, snapdir)
         ids = " ".join("0x%x" % h.client_id[0] for h in holders)
+        if os.environ.get("IMPORT_SESSIONS_OUT"):
+            with open(os.environ["IMPORT_SESSIONS_OUT"], "w") as f:
+                json.dump([{"id": h.client_id[0], "password": h.client_id[1].hex()} for h in holders], f)
         log("workload: about %d ops in %.1fs; %s; holder sessions %s"
             % (n, time.time() - t0, tail, ids))
         # the dump through the workload's own session (no further txns but
@@ -581,6 +660,10 @@ def main():
         dump(args[0], args[1], probe="--probe" in args[2:], sync="--sync" in args[2:])
     elif cmd == "max-zxid":
         print("0x%x" % max_zxid(args[0]))
+    elif cmd == "more-writes":
+        more_writes(args[0])
+    elif cmd == "reattach":
+        reattach(args[0], args[1], args[2], close_first="--close-first" in args[3:])
     elif cmd == "types":
         types(args[0], args[1])
     elif cmd == "expiry":

@@ -1,0 +1,108 @@
+//! `zkr export-zookeeper`: the way back from zkr to Apache ZooKeeper. Reads a stopped
+//! standalone zkr's data directory as recovery does (`storage::read_stopped`: its newest
+//! snapshot and every log record after it) and writes a new ZooKeeper dataDir that ZooKeeper
+//! 3.5+ starts from:
+//!
+//! ```text
+//! <zk-data-dir>/version-2/snapshot.<zxid hex>[.gz|.snappy]   the tree and sessions (snapwrite)
+//! <zk-data-dir>/version-2/acceptedEpoch, currentEpoch        zxid >> 32, as text (a participant
+//!                                                            refuses a currentEpoch below it)
+//! <zk-data-dir>/myid                                         with --myid only
+//! ```
+//! No transaction log is written: ZooKeeper starts from the snapshot alone and logs after it.
+//! Reads zkr's files and never changes them; writes only into an empty (or new) target.
+//! The reverse of `import`, whose `snapfile` reads what `snapwrite` writes.
+
+pub mod snapwrite;
+
+use crate::config::Config;
+use crate::import::files::Compression;
+use crate::storage::{Layout, StorageError};
+use crate::txn::Zxid;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    #[error("{0} is not empty: export into a new or empty directory. Nothing was written.")]
+    NotEmpty(PathBuf),
+    #[error("{0} holds no zkr data (neither snap/ nor the log directory). Nothing was written.")]
+    NotZkr(PathBuf),
+    #[error(
+        "{0} is an ensemble member's data directory (it has raft/): export reads a standalone server's \
+         directory only. Nothing was written."
+    )]
+    Member(PathBuf),
+    #[error("the zkr data directory cannot be read whole, so nothing was written: {0}")]
+    Read(#[source] StorageError),
+    #[error("{file}: {source}")]
+    Io { file: PathBuf, source: std::io::Error },
+}
+
+/// What the command was asked for besides the two directories.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// zkr's dataLogDir, if its log is not in `<data-dir>/wal`.
+    pub data_log_dir: Option<PathBuf>,
+    /// ZooKeeper's `snapshot.compression.method` for the file written.
+    pub compression: Option<Compression>,
+    /// Writes `<zk-data-dir>/myid`, so that the directory can start a participant.
+    pub myid: Option<u64>,
+}
+
+/// Summary of an export, for the command's output.
+#[derive(Debug)]
+pub struct Exported {
+    pub snapshot: PathBuf,
+    pub zxid: Zxid,
+    pub znodes: usize,
+    pub sessions: usize,
+    /// Sessions whose clients hold the password ZooKeeper derives from the session id (imported
+    /// from ZooKeeper, or given ZooKeeper's password by zkr): they can re-attach to ZooKeeper.
+    /// The others keep their ephemerals there only until their timeout.
+    pub zookeeper_passwords: usize,
+}
+
+/// True if `dir` exists and holds anything.
+fn occupied(dir: &Path) -> bool {
+    std::fs::read_dir(dir).map(|mut r| r.next().is_some()).unwrap_or(false)
+}
+
+/// The whole command: check both directories, read zkr's, then write ZooKeeper's.
+pub fn export(data_dir: &Path, zk_data_dir: &Path, opts: &Options) -> Result<Exported, ExportError> {
+    if occupied(zk_data_dir) {
+        return Err(ExportError::NotEmpty(zk_data_dir.to_owned()));
+    }
+    let cfg = Config { data_dir: data_dir.to_owned(), data_log_dir: opts.data_log_dir.clone(), ..Default::default() };
+    if crate::raft::raft_dir(&cfg).exists() {
+        return Err(ExportError::Member(data_dir.to_owned()));
+    }
+    let layout = Layout::new(&cfg);
+    if !layout.snap_dir.is_dir() && !layout.log_dir.is_dir() {
+        return Err(ExportError::NotZkr(data_dir.to_owned()));
+    }
+    let tree = crate::storage::read_stopped(&cfg).map_err(ExportError::Read)?;
+    let io = |file: &Path| {
+        let file = file.to_owned();
+        move |source| ExportError::Io { file, source }
+    };
+    let v2 = zk_data_dir.join("version-2");
+    std::fs::create_dir_all(&v2).map_err(io(&v2))?;
+    let snapshot = snapwrite::write(&tree, &v2, opts.compression.unwrap_or(Compression::Plain))?;
+    let zxid = tree.last_zxid();
+    // `QuorumPeer.writeLongToFile`: the number as text, no newline.
+    let epoch = (zxid >> 32).to_string();
+    for name in ["acceptedEpoch", "currentEpoch"] {
+        let f = v2.join(name);
+        std::fs::write(&f, &epoch).map_err(io(&f))?;
+    }
+    if let Some(id) = opts.myid {
+        let f = zk_data_dir.join("myid");
+        std::fs::write(&f, format!("{id}\n")).map_err(io(&f))?;
+    }
+    let sessions = tree.sessions();
+    let zookeeper_passwords = sessions
+        .iter()
+        .filter(|(id, s)| s.zk_password || s.password == Some(crate::session::zookeeper_password(**id)))
+        .count();
+    Ok(Exported { snapshot, zxid, znodes: tree.node_count(), sessions: sessions.len(), zookeeper_passwords })
+}

@@ -1,0 +1,178 @@
+//! Writing one ZooKeeper snapshot file as `FileSnap.serialize` writes it, plain, gzip or
+//! snappy-java: the format `import::snapfile` reads (written out above its reader).
+//!
+//! ```text
+//! "ZKSN" int | version int = 2 | dbid long = -1
+//! sessions: count int, (id long, timeout int)*              SerializeUtils.serializeSnapshot
+//! acl cache: count int, (index long, vector<ACL>)*          ReferenceCountedACLCache.serialize
+//! nodes, parents first: (path ustring, data buffer, acl index long, StatPersisted)*, path "/"
+//!        the root's path is "" (DataTree.serializeNode starts from an empty path)
+//! seal: adler32 long | "/" ustring                         SnapStream.sealStream
+//! ```
+//! No digest trailer follows the seal: ZooKeeper 3.6+ reads its absence as a snapshot of a
+//! server without digests (`DataTree.deserializeZxidDigest` returns false at EOF) and computes
+//! its own digest from the nodes. The Adler-32 is of the uncompressed stream; gzip or
+//! snappy-java wrap the whole file (`SnapStream.getOutputStream`).
+
+use super::ExportError;
+use crate::import::codec::{CheckedWriter, SnappyJavaWriter};
+use crate::import::files::Compression;
+use crate::import::snapfile::SNAP_MAGIC;
+use crate::proto::Acl;
+use crate::tree::{DataTree, Znode};
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// `FileSnap.VERSION`.
+const SNAP_VERSION: i32 = 2;
+/// The dbid every ZooKeeper snapshot carries (`FileTxnSnapLog` writes -1).
+const DBID: i64 = -1;
+/// The name the file is written under before its rename: not `snapshot.*`, so a ZooKeeper
+/// started on a directory whose export was interrupted never takes it for a snapshot.
+const TMP_NAME: &str = "zkr-export.tmp";
+
+/// Writes `tree` as `dir/snapshot.<last zxid hex>[.gz|.snappy]`, fsync'd, and returns its path.
+pub fn write(tree: &DataTree, dir: &Path, compression: Compression) -> Result<PathBuf, ExportError> {
+    let path = dir.join(format!("snapshot.{:x}{}", tree.last_zxid(), compression.suffix()));
+    let tmp = dir.join(TMP_NAME);
+    let io = |file: &Path| {
+        let file = file.to_owned();
+        move |source| ExportError::Io { file, source }
+    };
+    let written = File::create(&tmp).and_then(|f| encode_file(tree, f, compression)).and_then(|f| f.sync_all());
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(io(&tmp)(e));
+    }
+    std::fs::rename(&tmp, &path).map_err(io(&path))?;
+    File::open(dir).and_then(|d| d.sync_all()).map_err(io(dir))?;
+    Ok(path)
+}
+
+/// The whole file into `file`, compressed as asked; returns the file for its fsync.
+fn encode_file(tree: &DataTree, file: File, compression: Compression) -> io::Result<File> {
+    let out = BufWriter::with_capacity(1 << 20, file);
+    let out = match compression {
+        Compression::Plain => encode(tree, out)?,
+        Compression::Gzip => {
+            let gz = flate2::write::GzEncoder::new(out, flate2::Compression::default());
+            encode(tree, BufWriter::with_capacity(1 << 16, gz))?.into_inner().map_err(|e| e.into_error())?.finish()?
+        }
+        Compression::Snappy => {
+            let snappy = SnappyJavaWriter::new(out)?;
+            encode(tree, BufWriter::with_capacity(1 << 16, snappy))?
+                .into_inner()
+                .map_err(|e| e.into_error())?
+                .finish()?
+        }
+    };
+    out.into_inner().map_err(|e| e.into_error())
+}
+
+/// The uncompressed snapshot stream, sealed; returns `out` flushed.
+pub fn encode<W: Write>(tree: &DataTree, out: W) -> io::Result<W> {
+    let mut w = CheckedWriter::new(out);
+    int(&mut w, SNAP_MAGIC)?;
+    int(&mut w, SNAP_VERSION)?;
+    long(&mut w, DBID)?;
+    let sessions = tree.sessions();
+    int(&mut w, count(sessions.len())?)?;
+    for (id, info) in sessions {
+        long(&mut w, *id)?;
+        int(&mut w, info.timeout_ms)?;
+    }
+    let acls = acl_cache(tree);
+    int(&mut w, count(acls.len())?)?;
+    let mut by_index: Vec<(&Arc<[Acl]>, i64)> = acls.iter().map(|(a, i)| (a, *i)).collect();
+    by_index.sort_by_key(|(_, i)| *i);
+    for (acl, index) in by_index {
+        long(&mut w, index)?;
+        acl_vector(&mut w, acl)?;
+    }
+    let mut result = Ok(());
+    tree.visit(|path, node| {
+        if result.is_ok() {
+            result = node_record(&mut w, path, node, &acls);
+        }
+    });
+    result?;
+    string(&mut w, "/")?;
+    let sum = w.sum();
+    long(&mut w, i64::from(sum))?;
+    string(&mut w, "/")?;
+    w.flush()?;
+    Ok(w.into_inner())
+}
+
+/// Every distinct ACL list of the tree, numbered from 1 as `ReferenceCountedACLCache.convertAcls`
+/// numbers them (its -1, OPEN_ACL_UNSAFE without an entry, is only a reader's convenience).
+fn acl_cache(tree: &DataTree) -> HashMap<Arc<[Acl]>, i64> {
+    let mut cache: HashMap<Arc<[Acl]>, i64> = HashMap::new();
+    tree.visit(|_, node| {
+        let next = cache.len() as i64 + 1;
+        cache.entry(node.acl.clone()).or_insert(next);
+    });
+    cache
+}
+
+fn node_record<W: Write>(w: &mut W, path: &str, node: &Znode, acls: &HashMap<Arc<[Acl]>, i64>) -> io::Result<()> {
+    // `DataTree.serializeNode` names the root "", and "/" ends the node list.
+    string(w, if path == "/" { "" } else { path })?;
+    buffer(w, node.data.as_deref())?;
+    let index = acls.get(&node.acl[..]).copied().ok_or_else(|| invalid(format!("{path}: ACL not in the cache")))?;
+    long(w, index)?;
+    let s = &node.stat;
+    for v in [s.czxid, s.mzxid, s.ctime, s.mtime] {
+        long(w, v)?;
+    }
+    for v in [s.version, s.cversion, s.aversion] {
+        int(w, v)?;
+    }
+    long(w, s.ephemeral_owner)?;
+    long(w, s.pzxid)
+}
+
+fn acl_vector<W: Write>(w: &mut W, acl: &[Acl]) -> io::Result<()> {
+    int(w, count(acl.len())?)?;
+    for a in acl {
+        int(w, a.perms)?;
+        string(w, &a.id.scheme)?;
+        string(w, &a.id.id)?;
+    }
+    Ok(())
+}
+
+fn invalid(what: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, what)
+}
+
+/// A jute count or length, which is an int.
+fn count(n: usize) -> io::Result<i32> {
+    i32::try_from(n).map_err(|_| invalid(format!("{n} does not fit a jute int")))
+}
+
+fn int<W: Write>(w: &mut W, v: i32) -> io::Result<()> {
+    w.write_all(&v.to_be_bytes())
+}
+
+fn long<W: Write>(w: &mut W, v: i64) -> io::Result<()> {
+    w.write_all(&v.to_be_bytes())
+}
+
+/// A jute `buffer`: -1 for null (`BinaryOutputArchive.writeBuffer`), else length and bytes.
+fn buffer<W: Write>(w: &mut W, b: Option<&[u8]>) -> io::Result<()> {
+    match b {
+        None => int(w, -1),
+        Some(b) => {
+            int(w, count(b.len())?)?;
+            w.write_all(b)
+        }
+    }
+}
+
+fn string<W: Write>(w: &mut W, s: &str) -> io::Result<()> {
+    buffer(w, Some(s.as_bytes()))
+}

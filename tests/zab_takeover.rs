@@ -231,6 +231,8 @@ fn converted(o9: &Observer, o10: &Observer, ip10: &str, secure: Secure) {
     let cfg = std::fs::read_to_string(o9.dir.join("zoo.cfg")).unwrap();
     assert!(!cfg.contains("zkr.ensembleProtocol") && !cfg.contains("server.1="), "{cfg}");
     assert!(cfg.contains(&format!("server.10={ip10}:")) && cfg.contains(":participant;"), "{cfg}");
+    // New sessions of the migrated ensemble get ZooKeeper's passwords: the way back keeps them.
+    assert!(cfg.contains("\nzkr.zookeeperPasswords=true\n"), "{cfg}");
     assert!(o9.dir.join("zoo.cfg.observer").exists());
     // Quorum SASL and TLS stay required: the members that formed this ensemble logged in to
     // each other over TLS.

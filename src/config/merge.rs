@@ -103,6 +103,9 @@ impl Config {
         if let Some(v) = k.strict_bool("zkr.acceptDataLoss")? {
             self.accept_data_loss = v;
         }
+        if let Some(v) = k.strict_bool("zkr.zookeeperPasswords")? {
+            self.zookeeper_passwords = v;
+        }
         self.zab_observer = match k.get("zkr.ensembleProtocol") {
             None | Some("raft") => false,
             Some("zab") => true,
@@ -501,6 +504,7 @@ pub(super) const USED: &[&str] = &[
     "readonlymode.enabled",
     "zkr.keepClientsOnLeaderLoss",
     "zkr.acceptDataLoss",
+    "zkr.zookeeperPasswords",
     "zkr.ensembleProtocol",
     "peerType",
     "initLimit",

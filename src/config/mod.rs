@@ -365,6 +365,11 @@ pub struct Config {
     /// A member that lost acknowledged entries votes at once (`zkr.acceptDataLoss`; see
     /// `raft::amnesia`).
     pub accept_data_loss: bool,
+    /// New sessions get the password ZooKeeper derives from the session id instead of one
+    /// derived from the data directory's secret (`zkr.zookeeperPasswords`; off by default): their
+    /// clients can re-attach to ZooKeeper after `export-zookeeper`. Anyone who knows a session
+    /// id can derive such a password.
+    pub zookeeper_passwords: bool,
     /// `zkr.ensembleProtocol=zab`: the ensemble is a ZooKeeper one, which this server observes
     /// (`crate::zab`); otherwise zkr's own members replicate with Raft.
     pub zab_observer: bool,
@@ -426,6 +431,7 @@ impl Default for Config {
             zab_observer: false,
             quorum_sasl: None,
             accept_data_loss: false,
+            zookeeper_passwords: false,
             exit_on_fatal: true,
             failpoints: Failpoints::default(),
             enforce_quota: false,

@@ -383,3 +383,11 @@ fn admin_https_serves_with_the_quorum_stores() {
         "{e:?}"
     );
 }
+
+#[test]
+fn zookeeper_passwords_are_off_unless_asked() {
+    assert!(!with_file("", ServeArgs::default()).unwrap().zookeeper_passwords);
+    assert!(with_file("zkr.zookeeperPasswords=true\n", ServeArgs::default()).unwrap().zookeeper_passwords);
+    let e = with_file("zkr.zookeeperPasswords=1\n", ServeArgs::default()).map(|_| ()).unwrap_err().to_string();
+    assert!(e.contains("zkr.zookeeperPasswords must be true or false"), "{e}");
+}

@@ -8,7 +8,8 @@
 //! - zoo.cfg keeps every line but the ZooKeeper ensemble's (`server.N`, `peerType`,
 //!   `dynamicConfigFile`, `group`/`weight`, `zkr.ensembleProtocol`) and gains one
 //!   `server.N=host:quorumPort:electionPort:participant[;client]` line per member, as the
-//!   observers' own lines named them; the old file stays beside it as `<zoo.cfg>.observer`.
+//!   observers' own lines named them, and `zkr.zookeeperPasswords=true` unless it sets that key
+//!   (so the way back keeps new sessions too); the old file stays beside it as `<zoo.cfg>.observer`.
 
 use super::Plan;
 use crate::config::Config;
@@ -90,8 +91,17 @@ fn ensure_snapshot(cfg: &Config) -> Result<(), ConvertError> {
     Ok(())
 }
 
-/// zoo.cfg's text for the zkr ensemble: every line but the ZooKeeper ensemble's, then one line
-/// per member.
+/// What the takeover adds to zoo.cfg unless the operator set the key (see `member_config`).
+const ZOOKEEPER_PASSWORDS: &str = "# added by zkr takeover: new sessions get ZooKeeper's passwords (derivable from the \
+                                   session id), so that they survive a way back to ZooKeeper\nzkr.zookeeperPasswords=true\n";
+
+/// True if a line of zoo.cfg's text sets `key`.
+fn has_key(text: &str, key: &str) -> bool {
+    text.lines().any(|l| l.split_once('=').is_some_and(|(k, _)| k.trim() == key))
+}
+
+/// zoo.cfg's text for the zkr ensemble: every line but the ZooKeeper ensemble's, ZooKeeper's
+/// session passwords for new sessions (unless zoo.cfg says otherwise), then one line per member.
 pub fn member_config(old: &str, members: &[(u64, ServerSpec)]) -> String {
     let gone = |k: &str| {
         k.starts_with("server.")
@@ -102,6 +112,12 @@ pub fn member_config(old: &str, members: &[(u64, ServerSpec)]) -> String {
             || k == "zkr.ensembleProtocol"
     };
     let mut out = crate::raft::config_file::without_keys(old, gone);
+    if !has_key(old, "zkr.zookeeperPasswords") {
+        // The migrated clients hold ZooKeeper's passwords already; new sessions get them too, so
+        // the way back (`zkr export-zookeeper`) keeps every session. An operator who set the key
+        // either way keeps their choice.
+        out.push_str(ZOOKEEPER_PASSWORDS);
+    }
     for (id, spec) in members {
         out.push_str(&format!("server.{id}={}\n", spec.config_value()));
     }
@@ -136,7 +152,9 @@ mod tests {
         };
         assert_eq!(
             member_config(old, &[(9, spec)]),
-            "# ours\ntickTime=2000\ndataDir=/d\nserver.9=z:2888:3888:participant;0.0.0.0:2181\n"
+            format!("# ours\ntickTime=2000\ndataDir=/d\n{ZOOKEEPER_PASSWORDS}server.9=z:2888:3888:participant;0.0.0.0:2181\n")
         );
+        let chosen = format!("{old}zkr.zookeeperPasswords=false\n");
+        assert!(!member_config(&chosen, &[]).contains("zookeeperPasswords=true"), "the operator's choice stays");
     }
 }

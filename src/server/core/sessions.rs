@@ -75,6 +75,19 @@ impl Core {
             || (zk_imported && given == crate::session::zookeeper_password(sid))
     }
 
+    /// The password a new session gets, kept with it in its createSession txn: ZooKeeper's
+    /// (derived from the id) with `zkr.zookeeperPasswords=true` or as an observer of a ZooKeeper
+    /// ensemble, so that its client can re-attach to ZooKeeper after `export-zookeeper` (which
+    /// counts such sessions as re-attachable); otherwise the one derived from this server's
+    /// secret, which only this data directory can check.
+    pub(super) fn new_session_password(&self, sid: SessionId) -> [u8; crate::proto::PASSWORD_LEN] {
+        if self.cfg.zookeeper_passwords || self.log.zookeeper_passwords() {
+            crate::session::zookeeper_password(sid)
+        } else {
+            self.passwords.for_session(sid)
+        }
+    }
+
     /// The password a session's client is given: the replicated one of an ensemble's session,
     /// ZooKeeper's for a session of (or imported from) a ZooKeeper ensemble, otherwise the one
     /// derived from this server's secret.

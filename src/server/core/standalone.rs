@@ -12,7 +12,10 @@ impl Core {
         match s {
             Submit::Session { sid, timeout } => {
                 let Some(ids) = self.conns.get(&conn).map(|c| c.handle.connect_ids()) else { return };
-                self.commit(sid, TxnOp::CreateSession { timeout_ms: timeout, password: None });
+                // A session with ZooKeeper's password keeps it in its txn (so the log and the
+                // snapshot say so, for the export); one with this directory's secret needs none.
+                let password = self.cfg.zookeeper_passwords.then(|| self.new_session_password(sid));
+                self.commit(sid, TxnOp::CreateSession { timeout_ms: timeout, password });
                 self.sessions.insert(sid, Session { timeout_ms: timeout, conn: Some(conn), ids });
                 tracing::debug!(session = format!("0x{sid:x}"), timeout, "session created");
                 self.attached(conn, sid, timeout);

@@ -304,7 +304,7 @@ impl Core {
 
     fn propose_session(&mut self, conn: ConnId, sid: SessionId, timeout: i32) {
         let Some(ids) = self.conns.get(&conn).map(|c| c.handle.connect_ids()) else { return };
-        let password = self.passwords.for_session(sid);
+        let password = self.new_session_password(sid);
         let w = Waiting::Session { conn, timeout, ids };
         self.propose(sid, CommandOp::CreateSession { timeout_ms: timeout, password }, Some(w));
     }

@@ -93,7 +93,8 @@ enum Command {
 /// The flags of `zkr export-zookeeper`.
 #[derive(clap::Args)]
 struct ExportArgs {
-    /// The data directory of the stopped zkr server (its --data-dir / zoo.cfg dataDir).
+    /// The data directory of the stopped zkr server, standalone, observer or ensemble member (its
+    /// --data-dir / zoo.cfg dataDir).
     #[arg(long)]
     data_dir: std::path::PathBuf,
     /// zkr's log directory, if it was not <data-dir>/wal (its --data-log-dir / dataLogDir).
@@ -136,12 +137,20 @@ fn export_zookeeper(args: ExportArgs) -> i32 {
                 e.sessions,
                 e.snapshot.display()
             );
+            if let Some((applied, replayed)) = e.member {
+                let at = applied.map_or("none".to_owned(), |l| format!("term {} index {}", l.leader_id.term, l.index));
+                println!(
+                    "an ensemble member's directory: committed log applied up to {at} ({replayed} entries after its \
+                     snapshot); entries after the commit point were not applied. Export the member whose zxid is highest."
+                );
+            }
             let others = e.sessions - e.zookeeper_passwords;
             if others > 0 {
                 println!(
                     "{others} of the sessions were created by zkr with a password ZooKeeper does not derive: \
                      their clients cannot re-attach to ZooKeeper, and their ephemerals stay there until the \
-                     session timeout; {} sessions (imported from ZooKeeper) can re-attach",
+                     session timeout; {} sessions (imported from ZooKeeper, or given ZooKeeper's password with \
+                     zkr.zookeeperPasswords=true) can re-attach",
                     e.zookeeper_passwords
                 );
             }

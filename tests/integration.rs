@@ -18,6 +18,7 @@ mod ensemble_guarantees;
 mod ensemble_sasl;
 mod ensemble_tls;
 mod export;
+mod export_ensemble;
 mod fixtures;
 mod fuzz_smoke;
 mod hostile_acl;

@@ -1,7 +1,8 @@
-//! `zkr export-zookeeper`: the way back from zkr to Apache ZooKeeper. Reads a stopped
-//! standalone zkr's data directory as recovery does (`storage::read_stopped`: its newest
-//! snapshot and every log record after it) and writes a new ZooKeeper dataDir that ZooKeeper
-//! 3.5+ starts from:
+//! `zkr export-zookeeper`: the way back from zkr to Apache ZooKeeper. Reads a stopped zkr's
+//! data directory as its recovery does (standalone or an observer of ZooKeeper:
+//! `storage::read_stopped`, the newest snapshot and every log record after it; an ensemble
+//! member: `member`, the newest Raft snapshot and the committed log after it, replayed with the
+//! member's own apply) and writes a new ZooKeeper dataDir that ZooKeeper 3.5+ starts from:
 //!
 //! ```text
 //! <zk-data-dir>/version-2/snapshot.<zxid hex>[.gz|.snappy]   the tree and sessions (snapwrite)
@@ -13,6 +14,7 @@
 //! Reads zkr's files and never changes them; writes only into an empty (or new) target.
 //! The reverse of `import`, whose `snapfile` reads what `snapwrite` writes.
 
+pub mod member;
 pub mod snapwrite;
 
 use crate::config::Config;
@@ -28,10 +30,12 @@ pub enum ExportError {
     #[error("{0} holds no zkr data (neither snap/ nor the log directory). Nothing was written.")]
     NotZkr(PathBuf),
     #[error(
-        "{0} is an ensemble member's data directory (it has raft/): export reads a standalone server's \
-         directory only. Nothing was written."
+        "{dir} is marked diverged ({why}): this member's tree differed from its leader's, and it would start \
+         over empty. Export another member's directory. Nothing was written."
     )]
-    Member(PathBuf),
+    Diverged { dir: PathBuf, why: String },
+    #[error("{dir}: the member would not apply its committed log ({why}). Nothing was written.")]
+    Refused { dir: PathBuf, why: String },
     #[error("the zkr data directory cannot be read whole, so nothing was written: {0}")]
     Read(#[source] StorageError),
     #[error("{file}: {source}")]
@@ -60,6 +64,9 @@ pub struct Exported {
     /// from ZooKeeper, or given ZooKeeper's password by zkr): they can re-attach to ZooKeeper.
     /// The others keep their ephemerals there only until their timeout.
     pub zookeeper_passwords: usize,
+    /// An ensemble member's directory: the last committed log entry applied (term, index), and
+    /// how many entries after its snapshot were replayed.
+    pub member: Option<(Option<crate::raft::types::LogId>, u64)>,
 }
 
 /// True if `dir` exists and holds anything.
@@ -73,14 +80,16 @@ pub fn export(data_dir: &Path, zk_data_dir: &Path, opts: &Options) -> Result<Exp
         return Err(ExportError::NotEmpty(zk_data_dir.to_owned()));
     }
     let cfg = Config { data_dir: data_dir.to_owned(), data_log_dir: opts.data_log_dir.clone(), ..Default::default() };
-    if crate::raft::raft_dir(&cfg).exists() {
-        return Err(ExportError::Member(data_dir.to_owned()));
-    }
-    let layout = Layout::new(&cfg);
-    if !layout.snap_dir.is_dir() && !layout.log_dir.is_dir() {
-        return Err(ExportError::NotZkr(data_dir.to_owned()));
-    }
-    let tree = crate::storage::read_stopped(&cfg).map_err(ExportError::Read)?;
+    let (tree, member) = if crate::raft::raft_dir(&cfg).is_dir() {
+        let m = member::read(&cfg)?;
+        (m.tree, Some((m.applied, m.replayed)))
+    } else {
+        let layout = Layout::new(&cfg);
+        if !layout.snap_dir.is_dir() && !layout.log_dir.is_dir() {
+            return Err(ExportError::NotZkr(data_dir.to_owned()));
+        }
+        (crate::storage::read_stopped(&cfg).map_err(ExportError::Read)?, None)
+    };
     let io = |file: &Path| {
         let file = file.to_owned();
         move |source| ExportError::Io { file, source }
@@ -104,5 +113,5 @@ pub fn export(data_dir: &Path, zk_data_dir: &Path, opts: &Options) -> Result<Exp
         .iter()
         .filter(|(id, s)| s.zk_password || s.password == Some(crate::session::zookeeper_password(**id)))
         .count();
-    Ok(Exported { snapshot, zxid, znodes: tree.node_count(), sessions: sessions.len(), zookeeper_passwords })
+    Ok(Exported { snapshot, zxid, znodes: tree.node_count(), sessions: sessions.len(), zookeeper_passwords, member })
 }

@@ -54,6 +54,30 @@ impl LogStore {
         use crate::storage::StorageError as E;
         let dir = &raft_dir.join("log");
         std::fs::create_dir_all(dir).map_err(|e| E::io(dir, e))?;
+        let state = Arc::new(Mutex::new(Self::scan(raft_dir, true)?));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let thread_state = state.clone();
+        let d = dir.to_owned();
+        std::thread::Builder::new()
+            .name("zkr-raft-log".into())
+            .spawn(move || writer(d, rx, thread_state, force_sync))
+            .map_err(|e| E::io(dir, e))?;
+        Ok(LogStore { state, jobs: tx })
+    }
+
+    /// Opens a stopped member's log to read it and changes nothing: no writer thread (every
+    /// write fails), a torn last record is only left unread, an empty last segment only skipped,
+    /// and a missing log directory is an empty log. For `zkr export-zookeeper`.
+    pub fn open_read_only(raft_dir: &Path) -> Result<LogStore, crate::storage::StorageError> {
+        let (jobs, _) = std::sync::mpsc::channel();
+        Ok(LogStore { state: Arc::new(Mutex::new(Self::scan(raft_dir, false)?)), jobs })
+    }
+
+    /// The log's index from its segments; `repair` cuts a torn tail and removes an empty last
+    /// segment on disk, as a start does.
+    fn scan(raft_dir: &Path, repair: bool) -> Result<State, crate::storage::StorageError> {
+        use crate::storage::StorageError as E;
+        let dir = &raft_dir.join("log");
         let purged = raft_dir.join("purged");
         let mut st = State {
             raft_dir: raft_dir.to_owned(),
@@ -69,25 +93,42 @@ impl LogStore {
             failed: None,
             old_format: Default::default(),
         };
-        let names = crate::storage::numbered_files(dir, RAFT.prefix)?;
+        let names = if dir.is_dir() { crate::storage::numbered_files(dir, RAFT.prefix)? } else { Vec::new() };
         let count = names.len();
         for (n, (seg, path)) in names.into_iter().enumerate() {
             let last = n + 1 == count;
             let seg = seg as u64;
-            scan_segment(&mut st, seg, &path, last)?;
+            if !scan_segment(&mut st, seg, &path, last, repair)? {
+                continue;
+            }
             let f = File::open(&path).map_err(|e| E::io(&path, e))?;
             st.segs.insert(seg, Arc::new(f));
         }
         st.flushed = st.last().map(|l| l.index);
-        let (tx, rx) = std::sync::mpsc::channel();
-        let state = Arc::new(Mutex::new(st));
-        let thread_state = state.clone();
-        let d = dir.to_owned();
-        std::thread::Builder::new()
-            .name("zkr-raft-log".into())
-            .spawn(move || writer(d, rx, thread_state, force_sync))
-            .map_err(|e| E::io(dir, e))?;
-        Ok(LogStore { state, jobs: tx })
+        Ok(st)
+    }
+
+    /// The entries `from..=to`, in order; an error names the first one the log does not hold.
+    pub fn entries(&self, from: u64, to: u64) -> Result<Vec<Entry>, crate::storage::StorageError> {
+        let st = self.state.lock();
+        let missing = |i: u64| crate::storage::StorageError::Corrupt {
+            file: st.dir.clone(),
+            offset: 0,
+            reason: format!(
+                "log entry {i} is not in the log (it holds {}..{})",
+                st.first,
+                st.first + st.locs.len() as u64
+            ),
+        };
+        let mut out = Vec::new();
+        for i in from..=to {
+            match st.get(i) {
+                Ok(Some(e)) if e.log_id.index == i => out.push(e),
+                Ok(_) => return Err(missing(i)),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(out)
     }
 
     /// The member's Raft directory (`<dataDir>/raft`).
@@ -142,16 +183,25 @@ impl LogStore {
 }
 
 /// Reads a segment's records into the index. A bad record at the end of the last segment with
-/// only zeros after it is a torn append and is cut; anywhere else it stops startup.
-fn scan_segment(st: &mut State, seg: u64, path: &Path, last: bool) -> Result<(), crate::storage::StorageError> {
+/// only zeros after it is a torn append and is cut (left unread without `repair`); anywhere else
+/// it stops startup. False for an empty last segment, which is removed (skipped without `repair`).
+fn scan_segment(
+    st: &mut State,
+    seg: u64,
+    path: &Path,
+    last: bool,
+    repair: bool,
+) -> Result<bool, crate::storage::StorageError> {
     use crate::storage::StorageError as E;
     let corrupt = |offset: u64, reason: String| E::Corrupt { file: path.to_owned(), offset, reason };
     let bytes = std::fs::read(path).map_err(|e| E::io(path, e))?;
     let Some(version) = RAFT.version(&bytes) else {
         if last && bytes.iter().all(|b| *b == 0) {
-            tracing::warn!(file = %path.display(), "empty raft log segment (crash while creating it): removing");
-            std::fs::remove_file(path).map_err(|e| E::io(path, e))?;
-            return Ok(());
+            if repair {
+                tracing::warn!(file = %path.display(), "empty raft log segment (crash while creating it): removing");
+                std::fs::remove_file(path).map_err(|e| E::io(path, e))?;
+            }
+            return Ok(false);
         }
         if RAFT.has_header(&bytes) {
             return Err(corrupt(4, "a segment format version this build does not read".into()));
@@ -185,10 +235,12 @@ fn scan_segment(st: &mut State, seg: u64, path: &Path, last: bool) -> Result<(),
                 && rest_zero(claimed.min(bytes.len()).max(off + 8))
                 && claimed <= bytes.len() + 8 + trailer
             {
-                tracing::warn!(file = %path.display(), offset = off, "torn record at the end of the raft log (crash during append): cutting it");
-                let f = OpenOptions::new().write(true).open(path).map_err(|e| E::io(path, e))?;
-                f.write_all_at(&vec![0u8; written_end - off], off as u64).map_err(|e| E::io(path, e))?;
-                f.sync_all().map_err(|e| E::io(path, e))?;
+                if repair {
+                    tracing::warn!(file = %path.display(), offset = off, "torn record at the end of the raft log (crash during append): cutting it");
+                    let f = OpenOptions::new().write(true).open(path).map_err(|e| E::io(path, e))?;
+                    f.write_all_at(&vec![0u8; written_end - off], off as u64).map_err(|e| E::io(path, e))?;
+                    f.sync_all().map_err(|e| E::io(path, e))?;
+                }
                 break;
             }
             let why = if complete {
@@ -234,7 +286,7 @@ fn scan_segment(st: &mut State, seg: u64, path: &Path, last: bool) -> Result<(),
         st.write_seg = (version == segment::VERSION).then_some(seg);
         st.write_off = off as u64;
     }
-    Ok(())
+    Ok(true)
 }
 
 /// Writes a small value (bincode + crc32) to `path` atomically; fsync'd when `durable`.

@@ -138,6 +138,17 @@ pub fn newest_valid(dir: &Path) -> Result<Option<(SnapshotMeta, DataTree)>, crat
     Ok(None)
 }
 
+/// A committed log entry as the core applies it (what `apply` hands the core; also the offline
+/// replay of `zkr export-zookeeper`).
+pub fn committed(e: Entry) -> Committed {
+    let payload = match e.payload {
+        EntryPayload::Blank => CommittedPayload::Blank,
+        EntryPayload::Normal(batch) => CommittedPayload::Commands(batch),
+        EntryPayload::Membership(m) => CommittedPayload::Membership(Membership::new(Some(e.log_id), m)),
+    };
+    Committed { log_id: e.log_id, payload }
+}
+
 /// Removes all but the newest `KEEP` snapshots, and leftovers of interrupted transfers.
 fn purge(dir: &Path) {
     if let Ok(list) = crate::storage::snapshot::list(dir) {
@@ -238,19 +249,14 @@ impl RaftStateMachine<Zkr> for StateMachine {
         let mut batch = Vec::new();
         let mut commands = 0;
         for e in entries {
-            let payload = match e.payload {
-                EntryPayload::Blank => CommittedPayload::Blank,
-                EntryPayload::Normal(batch) => {
-                    commands += batch.cmds().len() as u64;
-                    CommittedPayload::Commands(batch)
-                }
-                EntryPayload::Membership(m) => {
-                    self.membership = Membership::new(Some(e.log_id), m.clone());
-                    CommittedPayload::Membership(self.membership.clone())
-                }
-            };
-            self.applied = Some(e.log_id);
-            batch.push(Committed { log_id: e.log_id, payload });
+            let c = committed(e);
+            match &c.payload {
+                CommittedPayload::Commands(b) => commands += b.cmds().len() as u64,
+                CommittedPayload::Membership(m) => self.membership = m.clone(),
+                CommittedPayload::Blank => {}
+            }
+            self.applied = Some(c.log_id);
+            batch.push(c);
         }
         let n = batch.len();
         if n == 0 {

@@ -108,7 +108,7 @@ impl Core {
     pub(super) fn stop_member(&mut self, why: String, start_over: bool) {
         tracing::error!("{why}: this member stops serving");
         eprintln!("zkr: {why}: this member stops serving");
-        if start_over {
+        if start_over && !self.log.replicated().is_some_and(|r| r.offline) {
             let dir = crate::raft::raft_dir(&self.cfg);
             match crate::raft::diverge::mark(&dir, &why) {
                 Ok(()) => tracing::error!("its Raft state is set aside at its next start, and the leader refills it"),

@@ -18,10 +18,12 @@
 //! - a member with no leader serves nobody.
 //!
 //! This file holds the proposing side; `apply` applies what the log committed, `role` handles
-//! what the Raft side reports (role changes, installed snapshots) and the ensemble's tick.
+//! what the Raft side reports (role changes, installed snapshots) and the ensemble's tick,
+//! `offline` replays a stopped member's committed log with the same `apply` (for the export).
 
 mod apply;
 mod check;
+pub mod offline;
 mod reconfig;
 mod role;
 #[cfg(test)]
@@ -127,6 +129,9 @@ pub struct Replicated {
     settled: Option<crate::raft::members::ServerSpec>,
     /// Leader: the pending reconfig its Raft side is carrying out, by run: the begin's zxid.
     reconfig_runs: HashMap<u64, Zxid>,
+    /// A stopped member's log replayed by `zkr export-zookeeper` (`offline`): nothing is
+    /// written into the member's directory, a divergence included.
+    offline: bool,
 }
 
 impl Replicated {
@@ -158,6 +163,7 @@ impl Replicated {
             settled: None,
             reconfig_runs: HashMap::new(),
             checks: check::Checks::default(),
+            offline: false,
         }
     }
 

@@ -7,7 +7,7 @@
 #   ZKR_BIN=path/to/zkr tests/interop/import/run.sh   # a given zkr binary
 #   IMPORT_BOTH_ZK=1 tests/interop/import/run.sh      # "imported" side = 2nd ZooKeeper on a copy
 #   tests/interop/import/run.sh kill clean            # some variants (kill, clean, samedir, ensemble,
-#                                                     #   export, roundtrip)
+#                                                     #   export, roundtrip, wayback)
 #
 # The ensemble variant imports into member 1 of a new 3-member zkr ensemble (127.0.0.1 ports):
 # member 1 seeds it, members 2 and 3 start empty and catch up; each member must then serve the
@@ -18,7 +18,10 @@
 # tree zkr served, Stat for Stat, keep the ephemerals until their sessions expire, and refuse the
 # re-attach of zkr-born sessions (their passwords are not ZooKeeper's). The roundtrip variant goes
 # ZooKeeper -> import -> zkr (more writes) -> export (gzip) -> ZooKeeper, and the imported sessions
-# re-attach to ZooKeeper with ZooKeeper's passwords.
+# re-attach to ZooKeeper with ZooKeeper's passwords. The wayback variant is the way back from an
+# ensemble: three zkr members with zkr.zookeeperPasswords=true serve the workload and stop, each
+# member's directory is exported, ZooKeeper 3.8 starts as a 3-member ensemble on the same ports,
+# serves the tree zkr served, and takes the zkr-born sessions' re-attach.
 #
 # Prints one PASS/FAIL line per check and ends with "N passed, N failed".
 # Exit status: 0 all passed, 1 something failed, 2 setup problem.
@@ -33,7 +36,7 @@ WORK="$HERE/.work"
 PY=/usr/bin/python3
 ZK_BIN_DIR=/usr/share/zookeeper/bin
 SUPER_PW="super:secret"
-ALL_VARIANTS="kill clean samedir ensemble export roundtrip"
+ALL_VARIANTS="kill clean samedir ensemble export roundtrip wayback"
 MIN_FILES=3   # snapshot.* and log.* files the workload must leave behind (each)
 SWEEP_MS=1000 # container/TTL sweep interval of the servers started on the imported data
 export IMPORT_HOLDER_TIMEOUT=${IMPORT_HOLDER_TIMEOUT:-20}  # session timeout (s) of the session holding ephemerals
@@ -45,7 +48,7 @@ VARIANTS=()
 for a in "$@"; do
     case "$a" in
         -h|--help) sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
-        kill|clean|samedir|ensemble|export|roundtrip) VARIANTS+=("$a") ;;
+        kill|clean|samedir|ensemble|export|roundtrip|wayback) VARIANTS+=("$a") ;;
         *) die "unknown argument '$a' (variants: $ALL_VARIANTS)" ;;
     esac
 done
@@ -182,6 +185,7 @@ start_members() {
             echo "snapCount=50"
             echo "extendedTypesEnabled=true"
             echo "4lw.commands.whitelist=*"
+            [ -n "${MEMBER_EXTRA_CFG:-}" ] && echo "$MEMBER_EXTRA_CFG"
             for j in 1 2 3; do
                 echo "server.$j=127.0.0.1:$((PEER_BASE + j - 1)):$((PEER_BASE + j + 2));127.0.0.1:${MEMBER_PORTS[$((j - 1))]}"
             done
@@ -464,6 +468,8 @@ PY
 # . "$HERE/export.sh": the export and roundtrip variants (run_export, run_roundtrip)
 # shellcheck source=export.sh
 . "$HERE/export.sh"
+# shellcheck source=wayback.sh
+. "$HERE/wayback.sh"
 
 T0=$(date +%s)
 say "run directory $RUN_DIR; ports $ZK_PORT (ZooKeeper), $IMP_PORT (imported)"
@@ -473,6 +479,7 @@ for v in "${VARIANTS[@]}"; do
     case "$v" in
         export) run_export ;;
         roundtrip) run_roundtrip ;;
+        wayback) run_wayback ;;
         *) run_variant "$v" ;;
     esac
 done

@@ -1,0 +1,123 @@
+# The way back from a zkr ensemble, sourced by run.sh (uses its helpers: start_members,
+# export_workload, export_check_reattach, start_zk, compare, pass, fail).
+#
+#   wayback    three zkr members with zkr.zookeeperPasswords=true (as `zkr takeover` leaves them)
+#              serve the workload (snapCount 50: Raft snapshots and log entries after them) and are
+#              stopped with SIGTERM while the workload's holder sessions are open; each member's
+#              data directory is exported (`--myid i`); Debian's ZooKeeper 3.8 starts as a
+#              3-member ensemble on the exports, on the same client, quorum and election ports;
+#              every member must serve the tree zkr served (every field, /zookeeper/config aside:
+#              each side's lists its own members), the three exports the same zxid, the holder
+#              sessions (born on zkr) must re-attach with the passwords zkr gave them, and a
+#              write must get a zxid above the exported one.
+
+# the three ZooKeeper members' zoo.cfg on the exports: the zkr members' ports, ZooKeeper's keys
+write_zk_member_cfgs() {  # dir
+    local dir=$1 i j
+    for i in 1 2 3; do
+        write_cfg "$dir/zk$i.cfg" "${MEMBER_PORTS[$((i - 1))]}" "$dir/zk$i"
+        {
+            echo "initLimit=10"
+            echo "syncLimit=5"
+            for j in 1 2 3; do
+                echo "server.$j=127.0.0.1:$((PEER_BASE + j - 1)):$((PEER_BASE + j + 2))"
+            done
+        } >>"$dir/zk$i.cfg"
+    done
+}
+
+# waits until the three ZooKeeper members have formed a quorum -> 0, or 1 after 90 s
+wait_zk_quorum() {
+    local i modes
+    for _ in $(seq 1 180); do
+        modes=""
+        for i in 1 2 3; do
+            modes+="$(echo srvr | nc -q1 -w2 127.0.0.1 "${MEMBER_PORTS[$((i - 1))]}" 2>/dev/null | awk '/^Mode:/ {print $2}') "
+        done
+        [ "$(grep -o -E 'leader|follower' <<<"$modes" | wc -l)" -eq 3 ] && { WAYBACK_MODES=$modes; return 0; }
+        sleep 0.5
+    done
+    WAYBACK_MODES=$modes
+    return 1
+}
+
+run_wayback() {
+    local v=wayback d="$RUN_DIR/wayback" t0 i zxids=() pids=() next max
+    t0=$(date +%s)
+    [ "$BOTH_ZK" = "1" ] && { say "wayback: skipped (IMPORT_BOTH_ZK=1 has no zkr)"; return; }
+    mkdir -p "$d"
+    say "wayback: 3 zkr members on ${MEMBER_PORTS[*]}, workload through member 1"
+    MEMBER_EXTRA_CFG="zkr.zookeeperPasswords=true" start_members "$d" ||
+        die "wayback: the zkr ensemble did not start (logs: $d/m*.log)"
+    export_workload "127.0.0.1:${MEMBER_PORTS[0]}" "$d/m1/raft/snap"
+    # every member applies everything and hears the commit point before it stops
+    for i in 1 2 3; do
+        "$PY" -c 'import sys; from kazoo.client import KazooClient as K; c=K(hosts=sys.argv[1]); c.start(15); c.sync("/"); c.stop()' \
+            "127.0.0.1:${MEMBER_PORTS[$((i - 1))]}" 2>>"$d/sync.log" || fail "wayback/sync: member $i"
+    done
+    sleep 2
+    say "wayback: workload done ($(head -n 1 "$d/ready")), stopping the members with SIGTERM"
+    for i in 1 2 3; do stop_pid "${MEMBER_PIDS[$((i - 1))]}" TERM; done
+    stop_pid "$WL_PID" KILL
+
+    for i in 1 2 3; do
+        if timeout 60 "$ZKR_BIN" export-zookeeper --data-dir "$d/m$i" --zk-data-dir "$d/zk$i" --myid "$i" \
+            >"$d/export-$i.log" 2>&1 </dev/null; then
+            zxids+=("$(grep -o -E 'exported zxid 0x[0-9a-f]+' "$d/export-$i.log" | awk '{print $3}')")
+        else
+            fail "wayback/export: member $i: zkr export-zookeeper failed: $(tail -n 3 "$d/export-$i.log")"
+            return
+        fi
+    done
+    if [ -n "${zxids[0]}" ] && [ "${zxids[0]}" = "${zxids[1]}" ] && [ "${zxids[0]}" = "${zxids[2]}" ]; then
+        pass "wayback/export: 3 member directories exported at the same zxid ${zxids[0]}: $(grep -h 'committed log' "$d/export-1.log" | head -c 120)"
+    else
+        fail "wayback/export: the members' exports differ: zxids ${zxids[*]}"
+    fi
+    if grep -q "sessions (imported" "$d"/export-*.log; then
+        fail "wayback/export: some sessions lack ZooKeeper's password: $(grep -h 'of the sessions' "$d"/export-*.log | head -n 1)"
+    fi
+
+    say "wayback: ZooKeeper 3.8 as a 3-member ensemble on the exports"
+    write_zk_member_cfgs "$d"
+    for i in 1 2 3; do
+        start_zk "$d/zk$i.cfg" "${MEMBER_PORTS[$((i - 1))]}" "$d/zk$i.log" "-Dznode.container.checkIntervalMs=$SWEEP_MS"
+        pids+=("$LAST_PID")
+    done
+    if wait_zk_quorum; then
+        pass "wayback/quorum: ZooKeeper's 3 members formed an ensemble on the exports: $WAYBACK_MODES"
+    else
+        fail "wayback/quorum: no ZooKeeper ensemble on the exports: $WAYBACK_MODES (logs: $d/zk*.log)"
+        for i in 0 1 2; do stop_pid "${pids[$i]}" TERM; done
+        return
+    fi
+    for i in 1 2 3; do
+        if timeout 60 "$PY" "$HERE/zkimport.py" dump "127.0.0.1:${MEMBER_PORTS[$((i - 1))]}" "$d/zookeeper-$i.json" \
+            2>"$d/walk-zookeeper-$i.log"; then
+            compare "wayback-zk$i" "$d/prestop.json" "$d/zookeeper-$i.json" zkr-ensemble "zookeeper-member-$i" \
+                --skip /zookeeper/config
+        else
+            fail "wayback-zk$i/walk: walking ZooKeeper member $i failed"
+        fi
+    done
+    # the holders were born on zkr with zkr.zookeeperPasswords=true: they re-attach to ZooKeeper
+    ZK_PORT=${MEMBER_PORTS[1]} export_check_reattach wayback "$d/sessions.json" "$d/reattach.json" attached
+    max=${zxids[0]}
+    next=$("$PY" - "127.0.0.1:${MEMBER_PORTS[2]}" <<'PY'
+import sys
+from kazoo.client import KazooClient
+c = KazooClient(hosts=sys.argv[1], timeout=10)
+c.start(timeout=15)
+c.create("/zkr-wayback-probe", b"x")
+print("0x%x" % c.exists("/zkr-wayback-probe").czxid)
+c.stop()
+PY
+)
+    if [ -n "$next" ] && [ $((next)) -gt $((max)) ]; then
+        pass "wayback/zxid: a write on ZooKeeper got zxid $next, above the exported $max"
+    else
+        fail "wayback/zxid: a write on ZooKeeper got zxid '${next}', not above the exported $max"
+    fi
+    for i in 0 1 2; do stop_pid "${pids[$i]}" TERM; done
+    say "wayback: done in $(( $(date +%s) - t0 ))s"
+}

@@ -21,6 +21,9 @@ address zookeeper://<zk1>?backup=<zk2>,<zk3>,<zkr9>,<zkr10>,<zkr11>:
     providers' and the consumer's ephemerals are on every zkr member, owned by the same sessions
     (no session expired: Dubbo would have registered again), one leader and two followers
   5 provider p3, started after the takeover, registers on the zkr ensemble and is called
+  6 the way back (wayback.py): the zkr members stop, each member's directory is exported with
+    `zkr export-zookeeper`, ZooKeeper 3.8 starts as a 3-member ensemble on the zkr members' hosts and
+    ports; every Dubbo session re-attaches (same ephemeral owners), calls succeed, p4 registers
 
 Prints a timeline, one PASS/FAIL line per check and "N passed, M failed"; writes one TSV row per check
 for tests/interop/matrix.py (the migration has one verdict, written in both columns). Every process it
@@ -41,6 +44,7 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ensemble import Fatal, Member, Pids, Side  # noqa: E402
+from wayback import WAYBACK_CHECKS, way_back  # noqa: E402
 
 from kazoo.client import KazooClient  # noqa: E402
 
@@ -50,7 +54,7 @@ ZK_TICK_MS = 500
 ZKR_TICK_MS = 2000
 SESSION_MS = 15000  # every Dubbo process: the takeover must stay well inside it
 AFTER_S = 20.0  # calls are watched until this long after the takeover
-PROVIDERS = ("p1", "p2", "p3")
+PROVIDERS = ("p1", "p2", "p3", "p4")
 
 CHECKS = [
     ("setup", "ZooKeeper leads (one leader, two followers), the zkr observers synced; p1, p2 and the consumer "
@@ -64,7 +68,7 @@ CHECKS = [
               "every Dubbo session is served by zkr; the consumer keeps both providers"),
     ("no_expiry", "no Dubbo session expired (ephemeralOwner unchanged, no expiry in any Dubbo log)"),
     ("new_provider", "p3, started after the takeover, registers on the zkr ensemble and is called"),
-]
+] + WAYBACK_CHECKS
 
 
 ADMIN_USER, ADMIN_PASSWORD = "super", "migrate-s3cret"
@@ -150,6 +154,9 @@ class Migration(Side):
         election = {m: b + 20 + m for m in ZK_IDS}
         election.update({m: b + 50 + m - 8 for m in ZKR_IDS})
         self.admin_port = b + 60
+        # the way back: ZooKeeper participants 9, 10, 11 on the zkr members' addresses
+        self.back_servers = "".join(f"server.{m}={host[m]}:{quorum[m]}:{election[m]};{host[m]}:{client[m]}\n"
+                                    for m in ZKR_IDS)
         servers = "".join(f"server.{m}={host[m]}:{quorum[m]}:{election[m]}"
                           f"{':observer' if m in ZKR_IDS else ''};{host[m]}:{client[m]}\n"
                           for m in ZK_IDS + ZKR_IDS)
@@ -254,6 +261,7 @@ class Migration(Side):
             self.s3_takeover()
             self.s4_after()
             self.s5_new_provider()
+            way_back(self, ZKR_IDS, Server, self.back_servers, SESSION_MS)
         except Fatal as e:
             say(f"FATAL: {e}")
             self.fatal = str(e).splitlines()[0]
@@ -485,7 +493,7 @@ def main():
     ap.add_argument("--label", required=True)
     ap.add_argument("--cp", required=True, help="class path: Node's classes and Dubbo's jars")
     ap.add_argument("--zkr-bin", required=True)
-    ap.add_argument("--port-base", type=int, default=28300, help="ports used: base+1 .. base+73")
+    ap.add_argument("--port-base", type=int, default=28300, help="ports used: base+1 .. base+74")
     ap.add_argument("--work", required=True)
     ap.add_argument("--tsv", required=True)
     ap.add_argument("--pidfile", required=True)

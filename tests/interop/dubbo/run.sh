@@ -157,7 +157,7 @@ for profile in $PROFILES; do
     # the live migration (ZooKeeper -> zkr) for the first Dubbo line only; its observers listen on
     # 127.0.0.9-11 (one AdminServer port for all three, as on separate hosts)
     if [[ " $SCENARIOS " == *" migrate "* ]] && [ "$i" -eq 1 ]; then
-        say "$label, live migration ZooKeeper -> zkr: ports $((base + 301))-$((base + 373))"
+        say "$label, live migration ZooKeeper -> zkr: ports $((base + 301))-$((base + 374))"
         rm -rf "$WORK/migrate-$profile"
         log="$WORK/migrate-$profile.log"
         t=$SECONDS

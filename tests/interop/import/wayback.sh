@@ -9,7 +9,9 @@
 #              every member must serve the tree zkr served (every field, /zookeeper/config aside:
 #              each side's lists its own members), the three exports the same zxid, the holder
 #              sessions (born on zkr) must re-attach with the passwords zkr gave them, and a
-#              write must get a zxid above the exported one.
+#              write must get a zxid above the exported one. Then ZooKeeper 3.9.5 from Maven Central
+#              (tests/interop/zab/zk39/pom.xml) starts standalone on a snappy export of member 1 and must
+#              serve the same tree and take the holders' re-attach.
 
 # the three ZooKeeper members' zoo.cfg on the exports: the zkr members' ports, ZooKeeper's keys
 write_zk_member_cfgs() {  # dir
@@ -119,5 +121,43 @@ PY
         fail "wayback/zxid: a write on ZooKeeper got zxid '${next}', not above the exported $max"
     fi
     for i in 0 1 2; do stop_pid "${pids[$i]}" TERM; done
+    wayback_zk39 "$d"
     say "wayback: done in $(( $(date +%s) - t0 ))s"
+}
+
+# ZooKeeper 3.9.5 from Maven Central (tests/interop/zab/zk39/pom.xml) on a second export of member 1:
+# it must serve the tree zkr served and take the holder sessions' re-attach
+wayback_zk39() {  # dir
+    local d=$1 cp pid port=${MEMBER_PORTS[0]}
+    if ! mvn -B -q -f "$HERE/../zab/zk39/pom.xml" dependency:build-classpath -Dzookeeper.version=3.9.5 \
+        -Dmdep.outputFile="$d/zk39.classpath" >"$d/mvn-zk39.log" 2>&1; then
+        fail "wayback-zk39/maven: Maven could not resolve ZooKeeper 3.9.5 (log: $d/mvn-zk39.log)"
+        return
+    fi
+    cp=$(cat "$d/zk39.classpath")
+    if ! timeout 60 "$ZKR_BIN" export-zookeeper --data-dir "$d/m1" --zk-data-dir "$d/zk39" --compression snappy \
+        >"$d/export-zk39.log" 2>&1 </dev/null; then
+        fail "wayback-zk39/export: $(tail -n 2 "$d/export-zk39.log")"
+        return
+    fi
+    write_cfg "$d/zk39.cfg" "$port" "$d/zk39"
+    java -cp "$cp" -Dzookeeper.log.dir="$d" -Dzookeeper.DigestAuthenticationProvider.superDigest="$SUPER_DIGEST" \
+        -Dznode.container.checkIntervalMs="$SWEEP_MS" -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
+        org.apache.zookeeper.server.quorum.QuorumPeerMain "$d/zk39.cfg" >"$d/zk39.log" 2>&1 </dev/null &
+    pid=$!
+    disown "$pid"
+    PIDS+=("$pid")
+    if ! srv_wait_ruok "$port" "$pid" 90; then
+        fail "wayback-zk39/start: ZooKeeper 3.9.5 did not start on the snappy export (log: $d/zk39.log)"
+        stop_pid "$pid" TERM
+        return
+    fi
+    pass "wayback-zk39/start: ZooKeeper 3.9.5 (Maven Central) serves the snappy export of member 1"
+    if timeout 60 "$PY" "$HERE/zkimport.py" dump "127.0.0.1:$port" "$d/zookeeper-39.json" 2>"$d/walk-zk39.log"; then
+        compare wayback-zk39 "$d/prestop.json" "$d/zookeeper-39.json" zkr-ensemble zookeeper-3.9.5 --skip /zookeeper/config
+    else
+        fail "wayback-zk39/walk: walking ZooKeeper 3.9.5 failed"
+    fi
+    ZK_PORT=$port export_check_reattach wayback-zk39 "$d/sessions.json" "$d/reattach-39.json" attached
+    stop_pid "$pid" TERM
 }

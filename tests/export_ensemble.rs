@@ -179,3 +179,21 @@ fn listing(dir: &std::path::Path) -> Vec<(std::path::PathBuf, u64, std::time::Sy
     out.sort();
     out
 }
+
+/// Standalone, the key puts ZooKeeper's password into the session's createSession txn: the export
+/// counts the session as re-attachable; without it, the directory's own password is kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn standalone_sessions_get_zookeepers_passwords_with_the_key() {
+    for key in [true, false] {
+        let cfg = zkr::config::Config { zookeeper_passwords: key, ..crate::common::test_config() };
+        let (server, addr) = crate::common::start_with(cfg.clone()).await;
+        let c = client(&addr).await;
+        c.create("/held", b"", &ephemeral()).await.unwrap();
+        server.shutdown().await;
+        drop(c);
+        let out = cfg.data_dir.with_extension("zk");
+        let done = export(&cfg.data_dir, &out, &Options::default()).expect("export");
+        assert_eq!(done.sessions, 1);
+        assert_eq!(done.zookeeper_passwords, usize::from(key), "zkr.zookeeperPasswords={key}");
+    }
+}

@@ -438,6 +438,18 @@ impl Default for Config {
 pub const PROMETHEUS_PROVIDER: &str = "org.apache.zookeeper.metrics.prometheus.PrometheusMetricsProvider";
 
 impl Config {
+    /// How often a follower or observer reports the sessions heard from it to the leader: half a
+    /// tick, as ZooKeeper's learner pings its leader (`Learner.ping`, every tickTime / 2).
+    pub fn session_report_ms(&self) -> u64 {
+        (self.tick_time_ms as u64 / 2).max(10)
+    }
+
+    /// The core's own tick (expiry, reaping, reports): half a tick, at least every 100 ms so
+    /// that session expiry stays within ZooKeeper's precision at any tickTime.
+    pub fn core_tick(&self) -> std::time::Duration {
+        std::time::Duration::from_millis((self.tick_time_ms as u64 / 2).clamp(10, 100))
+    }
+
     /// Builds the configuration from flags and, if given, the zoo.cfg they name.
     pub fn from_args(args: &ServeArgs) -> Result<Config, ConfigError> {
         let file = match &args.config {

@@ -127,7 +127,7 @@ impl Server {
         };
         let Started { core_tx, core, log, durable, views, member, client_follow, lock, observer } = st;
 
-        let tick = Duration::from_millis((cfg.tick_time_ms as u64 / 2).clamp(10, 100));
+        let tick = cfg.core_tick();
         let (ticker_tx, ticker_stop) = (core_tx.clone(), shutdown.clone());
         tokio::spawn(async move {
             let mut every = tokio::time::interval(tick);

@@ -154,10 +154,12 @@ async fn a_wiped_member_stopped_in_its_probe_or_its_snapshot_install_catches_up(
 }
 
 /// A follower stopped while it writes a snapshot (its tree file renamed into place without its
-/// `.meta`, or the `.meta` written before the purge) starts from what it has and catches up.
+/// `.meta`, or the `.meta` written before the purge), while it purges an old one (its `.meta`
+/// gone, its tree file not), or while it purges its log (the mark written, the segments not
+/// removed) starts from what it has and catches up.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_member_stopped_while_it_writes_a_snapshot_loses_nothing() {
-    for point in ["snapshot-written", "snapshot-meta"] {
+async fn a_member_stopped_while_it_writes_or_purges_a_snapshot_or_purges_its_log_loses_nothing() {
+    for point in ["snapshot-written", "snapshot-meta", "snapshot-purge-meta", "log-purged"] {
         let mut e = ProcEnsemble::start_with(3, 500, "snapCount=50\n", &[]);
         let l = e.leader();
         let f = (l + 1) % 3;

@@ -83,6 +83,10 @@ pub enum CrashPoint {
     SnapshotMeta,
     /// A snapshot from the leader renamed into place, its `.meta` not written yet.
     InstallRenamed,
+    /// Purging an old snapshot: its `.meta` removed, its tree file not yet.
+    SnapshotPurgeMeta,
+    /// Purging the log: the `purged` mark written, the purged segments not removed yet.
+    LogPurged,
     /// A leader applied a reconfig's begin record, no membership changed yet.
     ReconfigBegun,
     /// A reconfig's new servers joined as learners (each fires after a step that changed the
@@ -99,7 +103,7 @@ pub enum CrashPoint {
 }
 
 impl CrashPoint {
-    pub const ALL: [(&'static str, CrashPoint); 16] = [
+    pub const ALL: [(&'static str, CrashPoint); 18] = [
         ("amnesia-marked", CrashPoint::AmnesiaMarked),
         ("log-cut-copied", CrashPoint::LogCutCopied),
         ("log-cut-zeroed", CrashPoint::LogCutZeroed),
@@ -110,6 +114,8 @@ impl CrashPoint {
         ("snapshot-written", CrashPoint::SnapshotWritten),
         ("snapshot-meta", CrashPoint::SnapshotMeta),
         ("install-renamed", CrashPoint::InstallRenamed),
+        ("snapshot-purge-meta", CrashPoint::SnapshotPurgeMeta),
+        ("log-purged", CrashPoint::LogPurged),
         ("reconfig-begun", CrashPoint::ReconfigBegun),
         ("reconfig-added", CrashPoint::ReconfigAdded),
         ("reconfig-moved", CrashPoint::ReconfigMoved),

@@ -139,10 +139,11 @@ pub fn newest_valid(dir: &Path) -> Result<Option<(SnapshotMeta, DataTree)>, crat
 }
 
 /// Removes all but the newest `KEEP` snapshots, and leftovers of interrupted transfers.
-fn purge(dir: &Path) {
+fn purge(dir: &Path, crash: Option<CrashPoint>) {
     if let Ok(list) = crate::storage::snapshot::list(dir) {
         for (_, p) in list.into_iter().skip(KEEP) {
             let _ = std::fs::remove_file(meta_path(&p));
+            CrashPoint::SnapshotPurgeMeta.hit(crash);
             let _ = std::fs::remove_file(&p);
         }
     }
@@ -211,7 +212,7 @@ impl RaftSnapshotBuilder<Zkr> for Builder {
             let mp = meta_path(&path);
             write_small(&mp, &m, true).map_err(|e| crate::storage::StorageError::io(&mp, e))?;
             CrashPoint::SnapshotMeta.hit(crash);
-            purge(&dir);
+            purge(&dir, crash);
             Ok(path)
         })
         .await
@@ -301,7 +302,7 @@ impl RaftStateMachine<Zkr> for StateMachine {
             CrashPoint::InstallRenamed.hit(crash);
             let mp = meta_path(&path);
             write_small(&mp, &m, true).map_err(|e| crate::storage::StorageError::io(&mp, e))?;
-            purge(&dir);
+            purge(&dir, crash);
             Ok(tree)
         })
         .await

@@ -45,10 +45,8 @@ async fn http(addr: SocketAddr, method: &str, path: &str, auth: Option<&str>, bo
     let head = String::from_utf8_lossy(&raw[..end]).into_owned();
     let mut lines = head.split("\r\n");
     let status = lines.next().and_then(|l| l.split(' ').nth(1)).and_then(|c| c.parse().ok()).unwrap();
-    let headers: BTreeMap<String, String> = lines
-        .filter_map(|l| l.split_once(": "))
-        .map(|(k, v)| (k.to_ascii_lowercase(), v.to_owned()))
-        .collect();
+    let headers: BTreeMap<String, String> =
+        lines.filter_map(|l| l.split_once(": ")).map(|(k, v)| (k.to_ascii_lowercase(), v.to_owned())).collect();
     let mut rest = &raw[end + 4..];
     let body = if headers.get("transfer-encoding").is_some_and(|t| t == "chunked") {
         let mut out = Vec::new();

@@ -97,10 +97,7 @@ pub fn router(ops: Arc<Ops>) -> Router {
     let limit = DefaultBodyLimit::max(MAX_RESTORE_BYTES);
     let mut r = Router::new();
     for name in ["snapshot", "snap"] {
-        r = r.route(
-            &format!("/commands/{name}"),
-            get(move |s, c, h, q| snapshot(s, c, h, q, name)),
-        );
+        r = r.route(&format!("/commands/{name}"), get(move |s, c, h, q| snapshot(s, c, h, q, name)));
     }
     for name in ["restore", "rest"] {
         r = r.route(&format!("/commands/{name}"), post(move |s, c, h, b| restore(s, c, h, b, name)).layer(limit));

@@ -70,7 +70,11 @@ pub enum CoreMsg {
     /// that says when its zxid is durable.
     SnapshotCopy(tokio::sync::oneshot::Sender<(DataTree, Option<Durable>)>),
     /// The AdminServer's `restore`: replace the tree (`restore.rs`).
-    Restore { tree: Box<DataTree>, last_processed: Option<Zxid>, reply: restore::RestoreReply },
+    Restore {
+        tree: Box<DataTree>,
+        last_processed: Option<Zxid>,
+        reply: restore::RestoreReply,
+    },
     /// Ensemble: committed log entries to apply, in order; `done` is told when they are.
     Apply {
         entries: Vec<replicated::Committed>,

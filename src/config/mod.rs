@@ -351,6 +351,8 @@ pub struct Config {
     /// The AdminServer's HTTPS (admin.forceHttps / admin.portUnification with the ssl.quorum.*
     /// stores); `None`: plain HTTP, as ZooKeeper serves it by default.
     pub admin_tls: Option<AdminTlsSettings>,
+    /// The backup commands (`snapshot`, `restore`): on/off and their rate limit.
+    pub admin_backup: AdminBackup,
     /// The TLS port, if configured (secureClientPort).
     pub tls: Option<TlsSettings>,
     /// Subject of the x509 super user.
@@ -421,6 +423,7 @@ impl Default for Config {
             snap_retain_count: 3,
             recover_older_snapshot: false,
             admin_tls: None,
+            admin_backup: AdminBackup::default(),
             tls: None,
             x509_super_user: None,
             sasl_users: None,
@@ -470,3 +473,22 @@ impl Config {
 
 #[cfg(test)]
 mod tests;
+
+/// The AdminServer's backup commands (`/commands/snapshot`, `/commands/restore`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdminBackup {
+    /// `admin.snapshot.enabled` (system property `zookeeper.admin.snapshot.enabled`). Off unless
+    /// set: ZooKeeper 3.9 defaults it to true, zkr does not serve its tree unless asked.
+    pub snapshot: bool,
+    /// `admin.restore.enabled` (`zookeeper.admin.restore.enabled`); off unless set, as `snapshot`.
+    pub restore: bool,
+    /// `admin.rateLimiterIntervalInMS` (`zookeeper.admin.rateLimiterIntervalInMS`): the least
+    /// time between two snapshot (or two restore) commands, ms (ZooKeeper's default 5 minutes).
+    pub rate_limit_ms: u64,
+}
+
+impl Default for AdminBackup {
+    fn default() -> AdminBackup {
+        AdminBackup { snapshot: false, restore: false, rate_limit_ms: 300_000 }
+    }
+}

@@ -383,3 +383,13 @@ fn admin_https_serves_with_the_quorum_stores() {
         "{e:?}"
     );
 }
+
+#[test]
+fn admin_backup_keys() {
+    let c = with_file("", ServeArgs::default()).unwrap();
+    assert_eq!(c.admin_backup, crate::config::AdminBackup { snapshot: false, restore: false, rate_limit_ms: 300_000 });
+    let text = "admin.snapshot.enabled=TRUE\nadmin.restore.enabled=true\nadmin.rateLimiterIntervalInMS=10\n";
+    let c = with_file(text, ServeArgs::default()).unwrap();
+    assert_eq!(c.admin_backup, crate::config::AdminBackup { snapshot: true, restore: true, rate_limit_ms: 10 });
+    assert!(with_file("admin.rateLimiterIntervalInMS=-1\n", ServeArgs::default()).is_err());
+}

@@ -7,7 +7,7 @@
 #   ZKR_BIN=path/to/zkr tests/interop/import/run.sh   # a given zkr binary
 #   IMPORT_BOTH_ZK=1 tests/interop/import/run.sh      # "imported" side = 2nd ZooKeeper on a copy
 #   tests/interop/import/run.sh kill clean            # some variants (kill, clean, samedir, ensemble,
-#                                                     #   export, roundtrip)
+#                                                     #   export, roundtrip, adminsnap)
 #
 # The ensemble variant imports into member 1 of a new 3-member zkr ensemble (127.0.0.1 ports):
 # member 1 seeds it, members 2 and 3 start empty and catch up; each member must then serve the
@@ -18,7 +18,8 @@
 # tree zkr served, Stat for Stat, keep the ephemerals until their sessions expire, and refuse the
 # re-attach of zkr-born sessions (their passwords are not ZooKeeper's). The roundtrip variant goes
 # ZooKeeper -> import -> zkr (more writes) -> export (gzip) -> ZooKeeper, and the imported sessions
-# re-attach to ZooKeeper with ZooKeeper's passwords.
+# re-attach to ZooKeeper with ZooKeeper's passwords. The adminsnap variant streams a snapshot
+# from zkr's AdminServer (`/commands/snapshot`) and starts ZooKeeper 3.8 on it.
 #
 # Prints one PASS/FAIL line per check and ends with "N passed, N failed".
 # Exit status: 0 all passed, 1 something failed, 2 setup problem.
@@ -33,7 +34,7 @@ WORK="$HERE/.work"
 PY=/usr/bin/python3
 ZK_BIN_DIR=/usr/share/zookeeper/bin
 SUPER_PW="super:secret"
-ALL_VARIANTS="kill clean samedir ensemble export roundtrip"
+ALL_VARIANTS="kill clean samedir ensemble export roundtrip adminsnap"
 MIN_FILES=3   # snapshot.* and log.* files the workload must leave behind (each)
 SWEEP_MS=1000 # container/TTL sweep interval of the servers started on the imported data
 export IMPORT_HOLDER_TIMEOUT=${IMPORT_HOLDER_TIMEOUT:-20}  # session timeout (s) of the session holding ephemerals
@@ -45,7 +46,7 @@ VARIANTS=()
 for a in "$@"; do
     case "$a" in
         -h|--help) sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
-        kill|clean|samedir|ensemble|export|roundtrip) VARIANTS+=("$a") ;;
+        kill|clean|samedir|ensemble|export|roundtrip|adminsnap) VARIANTS+=("$a") ;;
         *) die "unknown argument '$a' (variants: $ALL_VARIANTS)" ;;
     esac
 done
@@ -473,6 +474,7 @@ for v in "${VARIANTS[@]}"; do
     case "$v" in
         export) run_export ;;
         roundtrip) run_roundtrip ;;
+        adminsnap) run_adminsnap ;;
         *) run_variant "$v" ;;
     esac
 done

@@ -154,10 +154,12 @@ async fn a_wiped_member_stopped_in_its_probe_or_its_snapshot_install_catches_up(
 }
 
 /// A follower stopped while it writes a snapshot (its tree file renamed into place without its
-/// `.meta`, or the `.meta` written before the purge) starts from what it has and catches up.
+/// `.meta`, or the `.meta` written before the purge), while it purges an old one (its `.meta`
+/// gone, its tree file not), or while it purges its log (the mark written, the segments not
+/// removed) starts from what it has and catches up.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_member_stopped_while_it_writes_a_snapshot_loses_nothing() {
-    for point in ["snapshot-written", "snapshot-meta"] {
+async fn a_member_stopped_while_it_writes_or_purges_a_snapshot_or_purges_its_log_loses_nothing() {
+    for point in ["snapshot-written", "snapshot-meta", "snapshot-purge-meta", "log-purged"] {
         let mut e = ProcEnsemble::start_with(3, 500, "snapCount=50\n", &[]);
         let l = e.leader();
         let f = (l + 1) % 3;
@@ -333,4 +335,35 @@ async fn a_leader_stopped_at_any_step_of_a_reconfig_leaves_the_old_or_the_new_co
         a_leader_stopped_at_a_reconfig_step(point, false).await;
     }
     a_leader_stopped_at_a_reconfig_step("reconfig-demoted", true).await;
+}
+
+/// A member whose `raft/vote` was damaged (set aside at its start: it may have promised its vote
+/// in a term it no longer knows) votes again once a leader of the newest term has caught it up.
+/// Found by the disk matrix's leader schedule: with an intact log it never ran the probe that
+/// ends that state, refused votes for good, and the next leader kill left no quorum.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_whose_vote_was_damaged_votes_again_once_caught_up() {
+    let mut e = ProcEnsemble::start(3, 500);
+    let l = e.leader();
+    let (f, g) = ((l + 1) % 3, (l + 2) % 3);
+    let c = client(&e.addr(l)).await;
+    c.create("/acked", b"", &persistent()).await.unwrap();
+    e.kill(f);
+    let vote = e.data_dir(f).join("raft").join("vote");
+    let len = std::fs::metadata(&vote).expect("a vote file").len();
+    std::fs::OpenOptions::new().write(true).open(&vote).unwrap().set_len(len / 2).unwrap();
+    e.restart(f);
+    c.create("/acked/a", b"", &persistent()).await.unwrap();
+    eventually_on(&e, f, "caught up", |c| c == ["a"]).await;
+    assert!(e.log(f).contains("damaged raft state files set aside"), "{}", e.log(f));
+    drop(c);
+    // The leader goes: a new one needs f's vote.
+    e.kill(l);
+    let until = std::time::Instant::now() + Duration::from_secs(20);
+    while e.mode(f) != "leader" && e.mode(g) != "leader" {
+        assert!(std::time::Instant::now() < until, "no leader without the old one:\n{}\n{}", e.log(f), e.log(g));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let now = if e.mode(f) == "leader" { f } else { g };
+    client(&e.addr(now)).await.create("/acked/b", b"", &persistent()).await.expect("the new leader serves");
 }

@@ -8,6 +8,7 @@
 mod common;
 mod durable;
 
+mod admin_backup;
 mod admin_https;
 mod client;
 mod dubbo;

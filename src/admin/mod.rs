@@ -3,14 +3,16 @@
 //! ZooKeeper ensemble also `/zkr/takeover` (`takeover`).
 //!
 //! The commands only read through `Ops` (and reset counters on `srst`/`crst`, which ZooKeeper
-//! serves without authentication too); it never touches the tree. A command that changes state
-//! (the takeover) needs ZooKeeper 3.9.4's admin authentication (`auth`). The port speaks HTTP,
+//! serves without authentication too); only `restore` (`backup`) replaces the tree, through the
+//! core. The commands that read the whole tree or change state (`snapshot`, `restore`, the
+//! takeover) need ZooKeeper 3.9.4's admin authentication (`auth`). The port speaks HTTP,
 //! HTTPS or both, as `admin.forceHttps`/`admin.portUnification` ask (`listener`). Other route
 //! trees (e.g. a `/dubbo` view) are merged into `router` with one `.merge(...)` line. As in
 //! ZooKeeper, a port that cannot be bound (or HTTPS stores that cannot be loaded) is logged and
 //! the server carries on without it.
 
 pub mod auth;
+pub mod backup;
 mod commands;
 pub mod listener;
 mod metrics;
@@ -39,7 +41,8 @@ pub fn router(ops: Arc<Ops>) -> Router {
         .route("/commands/", get(index))
         .route("/commands/{name}", get(command))
         .route("/metrics", get(metrics))
-        .with_state(ops)
+        .with_state(ops.clone())
+        .merge(backup::router(ops))
 }
 
 impl Mode {

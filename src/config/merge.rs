@@ -79,6 +79,7 @@ impl Keys<'_> {
 impl Config {
     pub(super) fn merge(args: &ServeArgs, file: Option<&ZooCfg>) -> Result<Config, ConfigError> {
         let mut c = Config::default();
+        admin_backup_from_jvm_flags(&mut c.admin_backup);
         let from_file = match file {
             Some(f) => c.read_file(f)?,
             None => FromFile::default(),
@@ -211,6 +212,15 @@ impl Config {
             self.admin_port = v as u16;
         }
         self.admin_tls = admin_tls_from_file(k.name, k.keys)?;
+        if let Some(v) = k.java_bool("admin.snapshot.enabled") {
+            self.admin_backup.snapshot = v;
+        }
+        if let Some(v) = k.java_bool("admin.restore.enabled") {
+            self.admin_backup.restore = v;
+        }
+        if let Some(v) = k.within("admin.rateLimiterIntervalInMS", 0, i64::from(i32::MAX))? {
+            self.admin_backup.rate_limit_ms = v as u64;
+        }
         Ok(())
     }
 
@@ -421,6 +431,31 @@ fn standalone_server_line(file: &ZooCfg, data_dir: &Path) -> Option<crate::raft:
     servers.remove(&id)
 }
 
+/// The backup commands' system properties in SERVER_JVMFLAGS or JVMFLAGS (`-Dzookeeper.admin.
+/// snapshot.enabled=true` and the like, as ZooKeeper reads them with `System.getProperty`); a
+/// zoo.cfg key, read after this, wins.
+pub(super) fn admin_backup_from_jvm_flags(backup: &mut crate::config::AdminBackup) {
+    for var in ["SERVER_JVMFLAGS", "JVMFLAGS"] {
+        let Ok(flags) = std::env::var(var) else { continue };
+        for arg in flags.split_whitespace() {
+            let Some((key, value)) = arg.strip_prefix("-Dzookeeper.admin.").and_then(|a| a.split_once('=')) else {
+                continue;
+            };
+            match key {
+                // Boolean.parseBoolean: "true" in any case is true, anything else false.
+                "snapshot.enabled" => backup.snapshot = value.eq_ignore_ascii_case("true"),
+                "restore.enabled" => backup.restore = value.eq_ignore_ascii_case("true"),
+                "rateLimiterIntervalInMS" => {
+                    if let Ok(ms) = value.parse::<u32>() {
+                        backup.rate_limit_ms = u64::from(ms);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
 /// The JAAS file a JVM would be given: `-Djava.security.auth.login.config=` in SERVER_JVMFLAGS
 /// or JVMFLAGS (how ZooKeeper deployments pass it).
 fn jaas_from_jvm_flags() -> Option<PathBuf> {
@@ -535,6 +570,9 @@ pub(super) const USED: &[&str] = &[
     "admin.forceHttps",
     "admin.portUnification",
     "admin.needClientAuth",
+    "admin.snapshot.enabled",
+    "admin.restore.enabled",
+    "admin.rateLimiterIntervalInMS",
     "secureClientPort",
     "secureClientPortAddress",
     "ssl.keyStore.location",

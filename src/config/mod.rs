@@ -83,6 +83,10 @@ pub enum CrashPoint {
     SnapshotMeta,
     /// A snapshot from the leader renamed into place, its `.meta` not written yet.
     InstallRenamed,
+    /// Purging an old snapshot: its `.meta` removed, its tree file not yet.
+    SnapshotPurgeMeta,
+    /// Purging the log: the `purged` mark written, the purged segments not removed yet.
+    LogPurged,
     /// A leader applied a reconfig's begin record, no membership changed yet.
     ReconfigBegun,
     /// A reconfig's new servers joined as learners (each fires after a step that changed the
@@ -99,7 +103,7 @@ pub enum CrashPoint {
 }
 
 impl CrashPoint {
-    pub const ALL: [(&'static str, CrashPoint); 16] = [
+    pub const ALL: [(&'static str, CrashPoint); 18] = [
         ("amnesia-marked", CrashPoint::AmnesiaMarked),
         ("log-cut-copied", CrashPoint::LogCutCopied),
         ("log-cut-zeroed", CrashPoint::LogCutZeroed),
@@ -110,6 +114,8 @@ impl CrashPoint {
         ("snapshot-written", CrashPoint::SnapshotWritten),
         ("snapshot-meta", CrashPoint::SnapshotMeta),
         ("install-renamed", CrashPoint::InstallRenamed),
+        ("snapshot-purge-meta", CrashPoint::SnapshotPurgeMeta),
+        ("log-purged", CrashPoint::LogPurged),
         ("reconfig-begun", CrashPoint::ReconfigBegun),
         ("reconfig-added", CrashPoint::ReconfigAdded),
         ("reconfig-moved", CrashPoint::ReconfigMoved),
@@ -345,6 +351,8 @@ pub struct Config {
     /// The AdminServer's HTTPS (admin.forceHttps / admin.portUnification with the ssl.quorum.*
     /// stores); `None`: plain HTTP, as ZooKeeper serves it by default.
     pub admin_tls: Option<AdminTlsSettings>,
+    /// The backup commands (`snapshot`, `restore`): on/off and their rate limit.
+    pub admin_backup: AdminBackup,
     /// The TLS port, if configured (secureClientPort).
     pub tls: Option<TlsSettings>,
     /// Subject of the x509 super user.
@@ -420,6 +428,7 @@ impl Default for Config {
             snap_retain_count: 3,
             recover_older_snapshot: false,
             admin_tls: None,
+            admin_backup: AdminBackup::default(),
             tls: None,
             x509_super_user: None,
             sasl_users: None,
@@ -444,6 +453,18 @@ impl Default for Config {
 pub const PROMETHEUS_PROVIDER: &str = "org.apache.zookeeper.metrics.prometheus.PrometheusMetricsProvider";
 
 impl Config {
+    /// How often a follower or observer reports the sessions heard from it to the leader: half a
+    /// tick, as ZooKeeper's learner pings its leader (`Learner.ping`, every tickTime / 2).
+    pub fn session_report_ms(&self) -> u64 {
+        (self.tick_time_ms as u64 / 2).max(10)
+    }
+
+    /// The core's own tick (expiry, reaping, reports): half a tick, at least every 100 ms so
+    /// that session expiry stays within ZooKeeper's precision at any tickTime.
+    pub fn core_tick(&self) -> std::time::Duration {
+        std::time::Duration::from_millis((self.tick_time_ms as u64 / 2).clamp(10, 100))
+    }
+
     /// Builds the configuration from flags and, if given, the zoo.cfg they name.
     pub fn from_args(args: &ServeArgs) -> Result<Config, ConfigError> {
         let file = match &args.config {
@@ -458,3 +479,22 @@ impl Config {
 
 #[cfg(test)]
 mod tests;
+
+/// The AdminServer's backup commands (`/commands/snapshot`, `/commands/restore`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdminBackup {
+    /// `admin.snapshot.enabled` (system property `zookeeper.admin.snapshot.enabled`). Off unless
+    /// set: ZooKeeper 3.9 defaults it to true, zkr does not serve its tree unless asked.
+    pub snapshot: bool,
+    /// `admin.restore.enabled` (`zookeeper.admin.restore.enabled`); off unless set, as `snapshot`.
+    pub restore: bool,
+    /// `admin.rateLimiterIntervalInMS` (`zookeeper.admin.rateLimiterIntervalInMS`): the least
+    /// time between two snapshot (or two restore) commands, ms (ZooKeeper's default 5 minutes).
+    pub rate_limit_ms: u64,
+}
+
+impl Default for AdminBackup {
+    fn default() -> AdminBackup {
+        AdminBackup { snapshot: false, restore: false, rate_limit_ms: 300_000 }
+    }
+}

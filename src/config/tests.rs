@@ -391,3 +391,13 @@ fn zookeeper_passwords_are_off_unless_asked() {
     let e = with_file("zkr.zookeeperPasswords=1\n", ServeArgs::default()).map(|_| ()).unwrap_err().to_string();
     assert!(e.contains("zkr.zookeeperPasswords must be true or false"), "{e}");
 }
+
+#[test]
+fn admin_backup_keys() {
+    let c = with_file("", ServeArgs::default()).unwrap();
+    assert_eq!(c.admin_backup, crate::config::AdminBackup { snapshot: false, restore: false, rate_limit_ms: 300_000 });
+    let text = "admin.snapshot.enabled=TRUE\nadmin.restore.enabled=true\nadmin.rateLimiterIntervalInMS=10\n";
+    let c = with_file(text, ServeArgs::default()).unwrap();
+    assert_eq!(c.admin_backup, crate::config::AdminBackup { snapshot: true, restore: true, rate_limit_ms: 10 });
+    assert!(with_file("admin.rateLimiterIntervalInMS=-1\n", ServeArgs::default()).is_err());
+}

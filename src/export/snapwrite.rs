@@ -28,6 +28,8 @@ use std::sync::Arc;
 
 /// `FileSnap.VERSION`.
 const SNAP_VERSION: i32 = 2;
+/// `DigestCalculator.DIGEST_VERSION` of ZooKeeper 3.6–3.9, in the digest trailer.
+const DIGEST_VERSION: i32 = 2;
 /// The dbid every ZooKeeper snapshot carries (`FileTxnSnapLog` writes -1).
 const DBID: i64 = -1;
 /// The name the file is written under before its rename: not `snapshot.*`, so a ZooKeeper
@@ -75,36 +77,66 @@ fn encode_file(tree: &DataTree, file: File, compression: Compression) -> io::Res
 /// The uncompressed snapshot stream, sealed; returns `out` flushed.
 pub fn encode<W: Write>(tree: &DataTree, out: W) -> io::Result<W> {
     let mut w = CheckedWriter::new(out);
-    int(&mut w, SNAP_MAGIC)?;
-    int(&mut w, SNAP_VERSION)?;
-    long(&mut w, DBID)?;
+    body(tree, &mut w)?;
+    seal(&mut w)?;
+    w.flush()?;
+    Ok(w.into_inner())
+}
+
+/// The same stream with ZooKeeper 3.9's two trailers after the seal, each sealed: an empty
+/// zxid digest (zxid 0, digest version 2, digest 0) and the tree's last zxid as its last
+/// processed zxid. What ZooKeeper 3.9's `snapshot` command streams
+/// (`zookeeper.serializeLastProcessedZxid.enabled`, on by default), and what its `restore`
+/// takes the restored zxid from; ZooKeeper 3.6+ skips a digest whose zxid is 0
+/// (`DataTree.deserializeZxidDigest`), as it does the empty one it writes itself.
+pub fn encode_with_zxid<W: Write>(tree: &DataTree, out: W) -> io::Result<W> {
+    let mut w = CheckedWriter::new(out);
+    body(tree, &mut w)?;
+    seal(&mut w)?;
+    long(&mut w, 0)?;
+    int(&mut w, DIGEST_VERSION)?;
+    long(&mut w, 0)?;
+    seal(&mut w)?;
+    long(&mut w, tree.last_zxid())?;
+    seal(&mut w)?;
+    w.flush()?;
+    Ok(w.into_inner())
+}
+
+/// `SnapStream.sealStream`: the Adler-32 of every byte so far, then "/".
+fn seal<W: Write>(w: &mut CheckedWriter<W>) -> io::Result<()> {
+    let sum = w.sum();
+    long(w, i64::from(sum))?;
+    string(w, "/")
+}
+
+/// Header, sessions, ACL cache and nodes up to the closing "/".
+fn body<W: Write>(tree: &DataTree, w: &mut CheckedWriter<W>) -> io::Result<()> {
+    int(w, SNAP_MAGIC)?;
+    int(w, SNAP_VERSION)?;
+    long(w, DBID)?;
     let sessions = tree.sessions();
-    int(&mut w, count(sessions.len())?)?;
+    int(w, count(sessions.len())?)?;
     for (id, info) in sessions {
-        long(&mut w, *id)?;
-        int(&mut w, info.timeout_ms)?;
+        long(w, *id)?;
+        int(w, info.timeout_ms)?;
     }
     let acls = acl_cache(tree);
-    int(&mut w, count(acls.len())?)?;
+    int(w, count(acls.len())?)?;
     let mut by_index: Vec<(&Arc<[Acl]>, i64)> = acls.iter().map(|(a, i)| (a, *i)).collect();
     by_index.sort_by_key(|(_, i)| *i);
     for (acl, index) in by_index {
-        long(&mut w, index)?;
-        acl_vector(&mut w, acl)?;
+        long(w, index)?;
+        acl_vector(w, acl)?;
     }
     let mut result = Ok(());
     tree.visit(|path, node| {
         if result.is_ok() {
-            result = node_record(&mut w, path, node, &acls);
+            result = node_record(w, path, node, &acls);
         }
     });
     result?;
-    string(&mut w, "/")?;
-    let sum = w.sum();
-    long(&mut w, i64::from(sum))?;
-    string(&mut w, "/")?;
-    w.flush()?;
-    Ok(w.into_inner())
+    string(w, "/")
 }
 
 /// Every distinct ACL list of the tree, numbered from 1 as `ReferenceCountedACLCache.convertAcls`

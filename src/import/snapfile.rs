@@ -20,7 +20,8 @@ use super::files::{Compression, ZkFile};
 use super::jutein::{Jute, Stream};
 use super::ImportError;
 use crate::tree::DataTree;
-use std::io::{BufReader, Read};
+use crate::txn::Zxid;
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
 pub const SNAP_MAGIC: i32 = 0x5a4b_534e; // "ZKSN"
@@ -38,7 +39,12 @@ fn io_err(file: &Path) -> impl Fn(std::io::Error) -> ImportError + '_ {
 /// The uncompressed, checksummed stream of a snapshot file.
 fn open(file: &ZkFile) -> Result<SnapReader, ImportError> {
     let f = std::fs::File::open(&file.path).map_err(io_err(&file.path))?;
-    let buffered = BufReader::with_capacity(1 << 20, f);
+    decompressed(Box::new(f), file)
+}
+
+/// `raw` uncompressed as `file.compression` says, checksummed.
+fn decompressed(raw: Box<dyn Read>, file: &ZkFile) -> Result<SnapReader, ImportError> {
+    let buffered = BufReader::with_capacity(1 << 20, raw);
     let inner: Box<dyn Read> = match file.compression {
         Compression::Plain => Box::new(buffered),
         // `GZIPInputStream` reads members one after another, as `MultiGzDecoder` does.
@@ -58,7 +64,37 @@ fn format_err(file: &ZkFile, offset: u64, e: std::io::Error) -> ImportError {
 /// `FileSnap.deserialize` sets `lastProcessedZxid` from the name). Every seal must hold; a
 /// trailer cut short after the first seal is an older server's snapshot, as ZooKeeper reads it.
 pub fn read(file: &ZkFile) -> Result<DataTree, ImportError> {
-    let mut s = open(file)?;
+    let mut tree = parse(open(file)?)?.tree;
+    tree.set_last_zxid(file.zxid);
+    Ok(tree)
+}
+
+/// A snapshot read from a stream rather than a named file (the AdminServer's `restore`).
+pub struct Parsed {
+    /// The tree, its last zxid not set (a stream has no name to take it from).
+    pub tree: DataTree,
+    /// The 3.9 trailer's last processed zxid (`zookeeper.serializeLastProcessedZxid.enabled`),
+    /// what ZooKeeper's `restoreFromSnapshot` takes as the restored database's zxid.
+    pub last_processed: Option<Zxid>,
+}
+
+/// Parses a whole snapshot from `input`, plain or (by its first bytes) gzip or snappy-java;
+/// `label` names it in errors. As `read`, every seal must hold.
+pub fn read_stream(input: Box<dyn Read>, label: &Path) -> Result<Parsed, ImportError> {
+    let mut buffered = BufReader::with_capacity(1 << 16, input);
+    let head = buffered.fill_buf().map_err(io_err(label))?;
+    let compression = if head.starts_with(&[0x1f, 0x8b]) {
+        Compression::Gzip
+    } else if head.starts_with(b"\x82SNAPPY\x00") {
+        Compression::Snappy
+    } else {
+        Compression::Plain
+    };
+    let file = ZkFile { zxid: 0, path: label.to_owned(), compression };
+    parse(decompressed(Box::new(buffered), &file)?)
+}
+
+fn parse(mut s: SnapReader) -> Result<Parsed, ImportError> {
     if s.int("magic")? != SNAP_MAGIC {
         return Err(s.err("not a ZooKeeper snapshot (magic is not ZKSN)"));
     }
@@ -66,6 +102,7 @@ pub fn read(file: &ZkFile) -> Result<DataTree, ImportError> {
     s.long("dbid")?;
     let mut tree = super::read_tree(&mut s)?;
     seal(&mut s)?;
+    let mut last_processed = None;
     // `DataTree.deserializeZxidDigest`: absent (EOF) in snapshots of 3.5 and of servers with
     // `zookeeper.digest.enabled=false`.
     if trailer(&mut s, |s| {
@@ -79,14 +116,13 @@ pub fn read(file: &ZkFile) -> Result<DataTree, ImportError> {
     })? {
         seal(&mut s)?;
         // `DataTree.deserializeLastProcessedZxid` (3.9, `zookeeper.serializeLastProcessedZxid.enabled`).
-        if trailer(&mut s, |s| s.long("last processed zxid").map(drop))? {
+        if trailer(&mut s, |s| s.long("last processed zxid").map(|z| last_processed = Some(z)))? {
             seal(&mut s)?;
         }
     }
-    tree.set_last_zxid(file.zxid);
     // As DataTree.deserialize: quota roots and their stats come from the nodes just read.
     tree.setup_quota();
-    Ok(tree)
+    Ok(Parsed { tree, last_processed })
 }
 
 /// `SnapStream.checkSealIntegrity`: the Adler-32 of everything read so far, then "/".

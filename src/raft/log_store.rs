@@ -46,9 +46,17 @@ use crate::storage::segment::{self, HEADER, PREFIX, RAFT, SEGMENT_BYTES};
 pub struct LogStore {
     state: Arc<Mutex<State>>,
     jobs: std::sync::mpsc::Sender<Job>,
+    /// A test's `crash-at` failpoint (`log-purged`).
+    crash: Option<crate::config::CrashPoint>,
 }
 
 impl LogStore {
+    /// Stops the process at the purge step `crash` names (a test's failpoint).
+    pub fn with_crash_point(mut self, crash: Option<crate::config::CrashPoint>) -> LogStore {
+        self.crash = crash;
+        self
+    }
+
     /// Opens (or creates) the log in `dir` and starts its writer thread.
     pub fn open(raft_dir: &Path, force_sync: bool) -> Result<LogStore, crate::storage::StorageError> {
         use crate::storage::StorageError as E;
@@ -62,7 +70,7 @@ impl LogStore {
             .name("zkr-raft-log".into())
             .spawn(move || writer(d, rx, thread_state, force_sync))
             .map_err(|e| E::io(dir, e))?;
-        Ok(LogStore { state, jobs: tx })
+        Ok(LogStore { state, jobs: tx, crash: None })
     }
 
     /// Opens a stopped member's log to read it and changes nothing: no writer thread (every
@@ -70,7 +78,7 @@ impl LogStore {
     /// and a missing log directory is an empty log. For `zkr export-zookeeper`.
     pub fn open_read_only(raft_dir: &Path) -> Result<LogStore, crate::storage::StorageError> {
         let (jobs, _) = std::sync::mpsc::channel();
-        Ok(LogStore { state: Arc::new(Mutex::new(Self::scan(raft_dir, false)?)), jobs })
+        Ok(LogStore { state: Arc::new(Mutex::new(Self::scan(raft_dir, false)?)), jobs, crash: None })
     }
 
     /// The log's index from its segments; `repair` cuts a torn tail and removes an empty last
@@ -545,6 +553,7 @@ impl RaftLogStorage<Zkr> for LogStore {
     async fn purge(&mut self, log_id: LogId) -> Result<(), StorageError> {
         let path = self.state.lock().raft_dir.join("purged");
         tokio::task::block_in_place(|| write_small(&path, &log_id, true)).map_err(log_err)?;
+        crate::config::CrashPoint::LogPurged.hit(self.crash);
         let remove = {
             let mut st = self.state.lock();
             st.purged = Some(log_id);

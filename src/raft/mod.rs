@@ -119,7 +119,7 @@ pub fn recover(cfg: &Config) -> Result<Recovered, crate::storage::StorageError> 
         None => (DataTree::new(), None, Membership::default()),
     };
     let log = if log.continues_from(applied) {
-        log
+        log.with_crash_point(cfg.failpoints.crash_at)
     } else {
         drop(log);
         let why = "its log did not reach back to the newest snapshot it could read".to_owned();
@@ -128,7 +128,7 @@ pub fn recover(cfg: &Config) -> Result<Recovered, crate::storage::StorageError> 
         CrashPoint::LogSetAside.hit(cfg.failpoints.crash_at);
         tracing::warn!(snapshot = ?applied, did = %did.join("; "),
             "the raft log does not reach back to the snapshot this member has: log set aside; the leader sends a snapshot");
-        log_store::LogStore::open(&dir, cfg.force_sync)?
+        log_store::LogStore::open(&dir, cfg.force_sync)?.with_crash_point(cfg.failpoints.crash_at)
     };
     if let Some(me) = cfg.ensemble.as_ref().map(|e| e.my_id) {
         if let Some(vote) = log_repair::demote_own_vote(&dir, me)? {

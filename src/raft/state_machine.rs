@@ -150,10 +150,11 @@ pub fn committed(e: Entry) -> Committed {
 }
 
 /// Removes all but the newest `KEEP` snapshots, and leftovers of interrupted transfers.
-fn purge(dir: &Path) {
+fn purge(dir: &Path, crash: Option<CrashPoint>) {
     if let Ok(list) = crate::storage::snapshot::list(dir) {
         for (_, p) in list.into_iter().skip(KEEP) {
             let _ = std::fs::remove_file(meta_path(&p));
+            CrashPoint::SnapshotPurgeMeta.hit(crash);
             let _ = std::fs::remove_file(&p);
         }
     }
@@ -222,7 +223,7 @@ impl RaftSnapshotBuilder<Zkr> for Builder {
             let mp = meta_path(&path);
             write_small(&mp, &m, true).map_err(|e| crate::storage::StorageError::io(&mp, e))?;
             CrashPoint::SnapshotMeta.hit(crash);
-            purge(&dir);
+            purge(&dir, crash);
             Ok(path)
         })
         .await
@@ -307,7 +308,7 @@ impl RaftStateMachine<Zkr> for StateMachine {
             CrashPoint::InstallRenamed.hit(crash);
             let mp = meta_path(&path);
             write_small(&mp, &m, true).map_err(|e| crate::storage::StorageError::io(&mp, e))?;
-            purge(&dir);
+            purge(&dir, crash);
             Ok(tree)
         })
         .await

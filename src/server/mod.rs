@@ -127,7 +127,7 @@ impl Server {
         };
         let Started { core_tx, core, log, durable, views, member, client_follow, lock, observer } = st;
 
-        let tick = Duration::from_millis((cfg.tick_time_ms as u64 / 2).clamp(10, 100));
+        let tick = cfg.core_tick();
         let (ticker_tx, ticker_stop) = (core_tx.clone(), shutdown.clone());
         tokio::spawn(async move {
             let mut every = tokio::time::interval(tick);
@@ -426,6 +426,12 @@ async fn start_member(
     // An observer never initializes the ensemble: the leader adds it as a learner.
     if !spec.observer && !raft.is_initialized().await.unwrap_or(true) {
         tokio::spawn(initialize_new(raft.clone(), status.clone(), link.clone(), ens.clone(), timing, shutdown.clone()));
+    } else if status.amnesia.state() == crate::raft::amnesia::State::Probing {
+        // Its vote was set aside as damaged, its log is whole: it asks the others for the newest
+        // term as an empty member does, and votes again once a leader of that term caught it up
+        // (without the probe it refused votes for good: found by the disk matrix's leader cells).
+        let (link, ens, status, stop) = (link.clone(), ens.clone(), status.clone(), shutdown.clone());
+        tokio::spawn(async move { member::probe_ensemble(&link, &ens, &status, &stop, timing.heartbeat).await });
     }
     {
         // openraft's own elections start switched off (`raft_config`): this switches them on

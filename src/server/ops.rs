@@ -213,6 +213,36 @@ impl Ops {
         rx.await.ok().flatten()
     }
 
+    /// A copy of the tree at one zxid, and (standalone) the counter that says when that zxid is
+    /// durable; None if the core is gone (shutting down).
+    pub async fn snapshot_copy(&self) -> Option<(crate::tree::DataTree, Option<super::core::Durable>)> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let core = self.core.upgrade()?;
+        core.send(CoreMsg::SnapshotCopy(tx)).await.ok()?;
+        rx.await.ok()
+    }
+
+    /// Replaces the tree with `tree` (`core::restore`); its new zxid, or why not. None if the
+    /// core is gone (shutting down).
+    pub async fn restore(
+        &self,
+        tree: crate::tree::DataTree,
+        last_processed: Option<crate::txn::Zxid>,
+    ) -> Option<Result<crate::txn::Zxid, super::core::restore::RestoreError>> {
+        let (reply, rx) = tokio::sync::oneshot::channel();
+        let core = self.core.upgrade()?;
+        core.send(CoreMsg::Restore { tree: Box::new(tree), last_processed, reply }).await.ok()?;
+        rx.await.ok()
+    }
+
+    /// Asks the core for one of its own snapshots now (as ZooKeeper's `snapshot` command leaves
+    /// one on disk).
+    pub async fn snapshot_now(&self) {
+        if let Some(core) = self.core.upgrade() {
+            let _ = core.send(CoreMsg::Snapshot).await;
+        }
+    }
+
     /// Every connection, oldest first.
     pub fn connections(&self) -> Vec<ConnView> {
         let mut v: Vec<ConnView> = self

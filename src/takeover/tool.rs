@@ -162,7 +162,7 @@ async fn take_over(args: &TakeoverArgs, run: &Run) -> i32 {
     let (cfg, ens) = (&run.cfg, &run.ens);
     // An observer notices a stopped leader within syncLimit ticks (at once when its connection
     // is reset): until then it still says it follows, and the check is repeated.
-    let notice = Duration::from_millis(cfg.tick_time_ms as u64 * u64::from(ens.sync_limit.max(1)));
+    let notice = crate::raft::timing::Timing::of(cfg, ens).stale_after;
     let planned = loop {
         match plan(run, &args.without).await {
             Err(Refusal::Following(_)) if started.elapsed() < notice => {

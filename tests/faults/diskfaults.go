@@ -382,6 +382,7 @@ func runDiskFaults(args []string) {
 	zkrBin := fs.String("zkr", "target/release/zkr", "the zkr binary")
 	out := fs.String("out", "tests/faults/.work/disk", "member logs and data")
 	report := fs.String("report", "", "write the markdown matrix here")
+	sched := fs.String("schedule", "a", "a (a follower damaged), a-leader (the leader damaged), b (the two-fault schedule), or all")
 	_ = fs.Parse(args)
 	if abs, err := filepath.Abs(*zkrBin); err == nil {
 		*zkrBin = abs
@@ -399,9 +400,20 @@ func runDiskFaults(args []string) {
 		fatal("network setup: %v", err)
 	}
 	defer cleanupNetwork()
+	schedules := []string{*sched}
+	if *sched == "all" {
+		schedules = []string{"a", "a-leader", "b"}
+	}
 	results := map[string][]diskResult{}
+	var sections []string
 	failed := 0
-	for _, kind := range kinds {
+	for _, sc := range schedules {
+		for _, kind := range kinds {
+			sections = append(sections, kind+"/"+sc)
+		}
+	}
+	for _, section := range sections {
+		kind, sc, _ := strings.Cut(section, "/")
 		cells := zkrCells()
 		if kind == "zookeeper" {
 			cells = zookeeperCells()
@@ -412,11 +424,11 @@ func runDiskFaults(args []string) {
 				sel = append(sel, c)
 			}
 		}
-		rs, err := runDiskCells(kind, sel, *zkrBin, filepath.Join(*out, kind))
+		rs, err := runDiskCells(kind, sc, sel, *zkrBin, filepath.Join(*out, kind))
 		if err != nil {
-			fatal("%s: %v", kind, err)
+			fatal("%s: %v", section, err)
 		}
-		results[kind] = rs
+		results[section] = rs
 		for _, r := range rs {
 			if kind == "zkr" && r.did != "" && (r.lost > 0 || !r.back && !r.cell.config()) {
 				failed++
@@ -424,7 +436,7 @@ func runDiskFaults(args []string) {
 		}
 	}
 	if *report != "" {
-		writeDiskReport(*report, kinds, results, time.Since(started))
+		writeDiskReport(*report, sections, results, time.Since(started))
 	}
 	fmt.Printf("diskfaults: %d zkr cells lost writes or stayed out (configuration files aside), in %.0fs\n", failed, time.Since(started).Seconds())
 	if failed > 0 {
@@ -433,7 +445,20 @@ func runDiskFaults(args []string) {
 	}
 }
 
-func runDiskCells(kind string, cells []diskCell, zkrBin, work string) ([]diskResult, error) {
+// diskSchedule names what happens around one cell's damage (see the report's text).
+var diskSchedule = map[string]string{
+	"a": "Schedule (a): a follower is killed -9, one of its files is damaged, and it is started again while the two " +
+		"others run.",
+	"a-leader": "Schedule (a), the leader: the leader is killed -9, one of its files is damaged, and it is started again " +
+		"while the two others elect a new leader and run.",
+	"b": "Schedule (b), the two-fault schedule of issue 38 item 1, per file: follower F2 is killed; for 1.5 s the " +
+		"creates are acknowledged by the leader L and follower F1 alone; L and F1 are killed -9, one of F1's files is " +
+		"damaged, F1 and F2 are started (6 s without L: they must not serve a tree without those creates), then L " +
+		"returns. *back*: F1 serves and has what the leader has within 30 s of L's return; *lost*: acknowledged creates " +
+		"gone once all three run again (for good).",
+}
+
+func runDiskCells(kind, sched string, cells []diskCell, zkrBin, work string) ([]diskResult, error) {
 	_ = os.RemoveAll(work)
 	events := &EventLog{start: time.Now()}
 	c, err := newCluster(kind, 3, work, zkrBin, events)
@@ -462,11 +487,19 @@ func runDiskCells(kind string, cells []diskCell, zkrBin, work string) ([]diskRes
 			return rs, fmt.Errorf("before %s / %s: not converged: %s", cell.file, cell.damage, why)
 		}
 		l := c.Leader()
-		var victim *Member
+		var victim, other *Member
 		for _, m := range c.Members {
 			if m != l && (victim == nil || rng.Intn(2) == 0) {
 				victim = m
 			}
+		}
+		for _, m := range c.Members {
+			if m != l && m != victim {
+				other = m
+			}
+		}
+		if sched == "a-leader" {
+			victim = l
 		}
 		// Older copies of the small files, 2 s before the kill.
 		old := map[string][]byte{}
@@ -479,10 +512,28 @@ func runDiskCells(kind string, cells []diskCell, zkrBin, work string) ([]diskRes
 			return nil
 		})
 		time.Sleep(2 * time.Second)
-		c.Kill(victim)
-		r := diskResult{cell: cell, did: cell.apply(c, victim, old)}
-		if err := c.Start(victim); err != nil {
-			return rs, err
+		var r diskResult
+		if sched == "b" {
+			c.Kill(other)
+			time.Sleep(1500 * time.Millisecond)
+			c.Kill(l)
+			c.Kill(victim)
+			r = diskResult{cell: cell, did: cell.apply(c, victim, old)}
+			for _, m := range []*Member{victim, other} {
+				if err := c.Start(m); err != nil {
+					return rs, err
+				}
+			}
+			time.Sleep(6 * time.Second)
+			if err := c.Start(l); err != nil {
+				return rs, err
+			}
+		} else {
+			c.Kill(victim)
+			r = diskResult{cell: cell, did: cell.apply(c, victim, old)}
+			if err := c.Start(victim); err != nil {
+				return rs, err
+			}
 		}
 		if r.did == "" {
 			r.line = "(no such file on this member: skipped)"
@@ -509,33 +560,50 @@ func runDiskCells(kind string, cells []diskCell, zkrBin, work string) ([]diskRes
 			_, ok := waitCaughtUp(c, victim, 60*time.Second)
 			r.repaired = fmt.Sprintf("%s; wiped (myid kept) and started: %v", st, map[bool]string{true: "caught up", false: "still out"}[ok])
 		}
+		if sched == "b" {
+			// A leader whose committed writes the others went on without stops by design (it
+			// says so, and sets its state aside when started again): it is started again, and
+			// the cell counts what all three have once they run.
+			for _, m := range c.Members {
+				if !m.Running() {
+					r.repaired += fmt.Sprintf("member %d stopped (%s): %s; started again. ", m.ID, m.ExitStatus(), firstOperatorLine(m, kind))
+					_ = c.Start(m)
+				}
+			}
+			c.WaitConverged(60 * time.Second)
+		}
 		if n, err := w.missing(c.Addrs()); err == nil {
 			r.lost, lostBefore = n-lostBefore, n
 		}
-		fmt.Printf("%-10s %-34s %-38s back=%-5v %5.1fs lost=%d %s\n", kind, cell.file, cell.damage, r.back, r.took.Seconds(), r.lost, r.line)
+		fmt.Printf("%-10s %-8s %-34s %-38s back=%-5v %5.1fs lost=%d %s\n", kind, sched, cell.file, cell.damage, r.back, r.took.Seconds(), r.lost, r.line+" "+r.repaired)
 		rs = append(rs, r)
 	}
 	return rs, nil
 }
 
-func writeDiskReport(path string, kinds []string, results map[string][]diskResult, took time.Duration) {
+func writeDiskReport(path string, sections []string, results map[string][]diskResult, took time.Duration) {
 	var b strings.Builder
 	wr := func(format string, args ...interface{}) { fmt.Fprintf(&b, format, args...) }
 	wr("# Disk faults: every file a member keeps, damaged one way at a time\n\n")
 	wr("Generated by `bash tests/faults/run.sh --disk` (tests/faults/diskfaults.go, issue 38 item 2) on %s, %d cores, "+
 		"in %.0f minutes. Do not edit by hand: run the command again.\n\n", time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), took.Minutes())
-	wr("Schedule (a): a 3-member ensemble (tickTime=500) takes a sequential create every 20 ms from one client; " +
-		"a follower is killed -9, one of its files is damaged, and it is started again while the two others run. " +
+	wr("A 3-member ensemble (tickTime=500) takes a sequential create every 20 ms from one client. " +
+		"Schedule (a): a follower is killed -9, one of its files is damaged, and it is started again while the two others run. " +
 		"*back*: the member serves and has what the leader had at its restart within 30 s, by itself; *lost*: " +
 		"acknowledged creates the ensemble no longer has after the cell; *line*: the first warning or error the member " +
 		"logged after the restart (what an operator reads). A member that is not back is wiped (myid kept) and started " +
-		"again before the next cell, and the cell says whether that brought it back. The two-fault schedule (b), where " +
-		"the damaged member holds writes the others lack, is tests/faults' lose-acked-log, lose-acked-last and " +
+		"again before the next cell, and the cell says whether that brought it back. Each section below names its " +
+		"schedule; the two-fault schedule (b) is also tests/faults' lose-acked-log, lose-acked-last and " +
 		"lose-acked-wipe nemeses and the crash-point tests (tests/ensemble_crash.rs).\n\n")
-	for _, kind := range kinds {
-		wr("## %s\n\n| file | damage | what was done | back | time | lost | line |\n|---|---|---|---|---:|---:|---|\n", serverTitle[kind])
-		for _, r := range results[kind] {
+	for _, section := range sections {
+		kind, sc, _ := strings.Cut(section, "/")
+		wr("## %s, schedule %s\n\n%s\n\n| file | damage | what was done | back | time | lost | line |\n|---|---|---|---|---:|---:|---|\n",
+			serverTitle[kind], sc, diskSchedule[sc])
+		for _, r := range results[section] {
 			back := "yes"
+			if r.back && r.repaired != "" {
+				back = "yes; " + md(r.repaired)
+			}
 			if r.did == "" {
 				back = "–"
 			} else if !r.back && r.cell.config() {

@@ -11,6 +11,7 @@ mod auth;
 mod log;
 pub mod observing;
 pub mod replicated;
+pub mod restore;
 mod sessions;
 mod standalone;
 mod watches;
@@ -65,6 +66,15 @@ pub enum CoreMsg {
     AclOf(String, tokio::sync::oneshot::Sender<Option<Vec<crate::proto::Acl>>>),
     /// Take a snapshot now (operator request).
     Snapshot,
+    /// The AdminServer's `snapshot`: a copy of the tree, and on a standalone server the counter
+    /// that says when its zxid is durable.
+    SnapshotCopy(tokio::sync::oneshot::Sender<(DataTree, Option<Durable>)>),
+    /// The AdminServer's `restore`: replace the tree (`restore.rs`).
+    Restore {
+        tree: Box<DataTree>,
+        last_processed: Option<Zxid>,
+        reply: restore::RestoreReply,
+    },
     /// Ensemble: committed log entries to apply, in order; `done` is told when they are.
     Apply {
         entries: Vec<replicated::Committed>,
@@ -257,6 +267,12 @@ impl Core {
             CoreMsg::Disconnected { conn } => self.drop_conn(conn),
             CoreMsg::Tick => self.tick(),
             CoreMsg::Snapshot => self.snapshot_in_background(),
+            CoreMsg::SnapshotCopy(tx) => {
+                let _ = tx.send(self.snapshot_copy());
+            }
+            CoreMsg::Restore { tree, last_processed, reply } => {
+                let _ = reply.send(self.restore(*tree, last_processed));
+            }
             CoreMsg::Apply { entries, done } => {
                 self.apply_committed(entries);
                 let _ = done.send(());

@@ -378,7 +378,7 @@ impl Core {
     /// follower, which puts them in its next PING reply (`Learner.ping`).
     pub(super) fn observer_tick(&mut self) {
         let now = self.now_ms();
-        let interval = (self.cfg.tick_time_ms as u64 / 2).max(10);
+        let interval = self.cfg.session_report_ms();
         let Log::Observer(o) = &mut self.log else { return };
         if now < o.next_report_ms {
             return;

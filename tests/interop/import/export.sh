@@ -157,3 +157,61 @@ run_roundtrip() {
     stop_pid "$ZK_ON_PID" TERM
     say "roundtrip: done in $(( $(date +%s) - t0 ))s"
 }
+
+# adminsnap: zkr serves the workload with admin.snapshot.enabled; the snapshot streamed by
+# `GET /commands/snapshot` (digest auth as the super user) goes into an empty dataDir as
+# version-2/snapshot.<last_zxid header>, and ZooKeeper 3.8 started on it must serve the tree zkr
+# served. Fails if the stream, the header or ZooKeeper's start fail.
+run_adminsnap() {
+    local v=adminsnap d="$RUN_DIR/adminsnap" t0 admin_port=$((BASE + 11))
+    t0=$(date +%s)
+    [ "$BOTH_ZK" = "1" ] && { say "adminsnap: skipped (IMPORT_BOTH_ZK=1 has no zkr)"; return; }
+    command -v curl >/dev/null 2>&1 || { fail "adminsnap/setup: curl not found (apt-get install curl)"; return; }
+    mkdir -p "$d/zkr"
+    cat >"$d/zkr.cfg" <<CFG
+tickTime=2000
+clientPort=$IMP_PORT
+clientPortAddress=127.0.0.1
+dataDir=$d/zkr
+snapCount=50
+maxClientCnxns=0
+4lw.commands.whitelist=*
+admin.enableServer=true
+admin.serverAddress=127.0.0.1
+admin.serverPort=$admin_port
+admin.snapshot.enabled=true
+DigestAuthenticationProvider.superDigest=$SUPER_DIGEST
+CFG
+    say "adminsnap: zkr on 127.0.0.1:$IMP_PORT (AdminServer $admin_port), workload"
+    "$ZKR_BIN" serve --config "$d/zkr.cfg" --container-check-interval-ms "$SWEEP_MS" \
+        >"$d/zkr.log.stdout" 2>"$d/zkr.log" </dev/null &
+    local zkr_pid=$!
+    disown "$zkr_pid"
+    PIDS+=("$zkr_pid")
+    srv_wait_ruok "$IMP_PORT" "$zkr_pid" 30 || { fail "adminsnap/serve: zkr did not start (log: $d/zkr.log)"; return; }
+    export_workload "127.0.0.1:$IMP_PORT" "$d/zkr/snap"
+    local code
+    code=$(curl -s -o "$d/snapshot.bin" -D "$d/headers" -w '%{http_code}' -H "Authorization: digest $SUPER_PW" \
+        "http://127.0.0.1:$admin_port/commands/snapshot?streaming=true")
+    local zxid size
+    zxid=$(awk -F': ' 'tolower($1) == "last_zxid" { gsub("\r", "", $2); print $2 }' "$d/headers")
+    size=$(awk -F': ' 'tolower($1) == "snapshot_size" { gsub("\r", "", $2); print $2 }' "$d/headers")
+    stop_pid "$zkr_pid" KILL
+    stop_pid "$WL_PID" KILL
+    if [ "$code" != 200 ] || [ -z "$zxid" ] || [ "$size" != "$(stat -c %s "$d/snapshot.bin")" ]; then
+        fail "adminsnap/stream: HTTP $code, last_zxid '$zxid', snapshot_size '$size' for $(stat -c %s "$d/snapshot.bin") bytes"
+        return
+    fi
+    pass "adminsnap/stream: HTTP 200, last_zxid $zxid, $size bytes (snapshot_size agrees)"
+    mkdir -p "$d/zk/version-2"
+    cp "$d/snapshot.bin" "$d/zk/version-2/snapshot.${zxid#0x}"
+    say "adminsnap: ZooKeeper on the streamed snapshot"
+    start_zk_on "$d/zk" "$d/zk.log"
+    if timeout 60 "$PY" "$HERE/zkimport.py" dump "127.0.0.1:$ZK_PORT" "$d/zookeeper.json" 2>"$d/walk.log"; then
+        compare adminsnap "$d/prestop.json" "$d/zookeeper.json" zkr-before-snapshot "zookeeper-on-streamed-snapshot"
+    else
+        fail "adminsnap/walk: walking ZooKeeper failed (log: $d/walk.log)"
+    fi
+    stop_pid "$ZK_ON_PID" TERM
+    say "adminsnap: done in $(( $(date +%s) - t0 ))s"
+}

@@ -7,7 +7,7 @@
 #   ZKR_BIN=path/to/zkr tests/interop/import/run.sh   # a given zkr binary
 #   IMPORT_BOTH_ZK=1 tests/interop/import/run.sh      # "imported" side = 2nd ZooKeeper on a copy
 #   tests/interop/import/run.sh kill clean            # some variants (kill, clean, samedir, ensemble,
-#                                                     #   export, roundtrip, wayback)
+#                                                     #   export, roundtrip, wayback, adminsnap)
 #
 # The ensemble variant imports into member 1 of a new 3-member zkr ensemble (127.0.0.1 ports):
 # member 1 seeds it, members 2 and 3 start empty and catch up; each member must then serve the
@@ -22,6 +22,8 @@
 # ensemble: three zkr members with zkr.zookeeperPasswords=true serve the workload and stop, each
 # member's directory is exported, ZooKeeper 3.8 starts as a 3-member ensemble on the same ports,
 # serves the tree zkr served, and takes the zkr-born sessions' re-attach.
+# The adminsnap variant streams a snapshot
+# from zkr's AdminServer (`/commands/snapshot`) and starts ZooKeeper 3.8 on it.
 #
 # Prints one PASS/FAIL line per check and ends with "N passed, N failed".
 # Exit status: 0 all passed, 1 something failed, 2 setup problem.
@@ -36,7 +38,7 @@ WORK="$HERE/.work"
 PY=/usr/bin/python3
 ZK_BIN_DIR=/usr/share/zookeeper/bin
 SUPER_PW="super:secret"
-ALL_VARIANTS="kill clean samedir ensemble export roundtrip wayback"
+ALL_VARIANTS="kill clean samedir ensemble export roundtrip wayback adminsnap"
 MIN_FILES=3   # snapshot.* and log.* files the workload must leave behind (each)
 SWEEP_MS=1000 # container/TTL sweep interval of the servers started on the imported data
 export IMPORT_HOLDER_TIMEOUT=${IMPORT_HOLDER_TIMEOUT:-20}  # session timeout (s) of the session holding ephemerals
@@ -48,7 +50,7 @@ VARIANTS=()
 for a in "$@"; do
     case "$a" in
         -h|--help) sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
-        kill|clean|samedir|ensemble|export|roundtrip|wayback) VARIANTS+=("$a") ;;
+        kill|clean|samedir|ensemble|export|roundtrip|wayback|adminsnap) VARIANTS+=("$a") ;;
         *) die "unknown argument '$a' (variants: $ALL_VARIANTS)" ;;
     esac
 done
@@ -480,6 +482,7 @@ for v in "${VARIANTS[@]}"; do
         export) run_export ;;
         roundtrip) run_roundtrip ;;
         wayback) run_wayback ;;
+        adminsnap) run_adminsnap ;;
         *) run_variant "$v" ;;
     esac
 done

@@ -228,7 +228,7 @@ impl Core {
                 }
             }
             Role::Follower | Role::Observer => {
-                let interval = (self.cfg.tick_time_ms as u64 / 2).max(10);
+                let interval = self.cfg.session_report_ms();
                 let Some(r) = self.log.replicated_mut() else { return };
                 if now < r.next_report_ms {
                     return;

@@ -1,0 +1,184 @@
+//! Issue 39 items 4 and 5: the AdminServer's `snapshot` and `restore` commands on a standalone
+//! server in this process, asked over plain HTTP/1.1 as curl asks them. The streamed snapshot
+//! reads back with zkr's import reader as the tree the clients see; refusals (no or wrong
+//! credentials, switched off, rate limited) are ZooKeeper's status codes and JSON; a restore
+//! replaces the tree (Stat values and all), a truncated body is refused with nothing changed,
+//! and the restore survives a restart. tests/interop/import/run.sh (variant `adminsnap`) starts
+//! ZooKeeper 3.8 on a streamed snapshot.
+
+use crate::common::{self, cluster::client, cluster::persistent};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use zkr::config::{AdminBackup, Config};
+use zookeeper_client as zk;
+
+const SUPER: &str = "digest super:test";
+
+/// One HTTP answer: status, headers (lower-case names), body.
+struct Answer {
+    status: u16,
+    headers: BTreeMap<String, String>,
+    body: Vec<u8>,
+}
+
+impl Answer {
+    fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&self.body)))
+    }
+}
+
+/// A plain HTTP/1.1 request with `Connection: close`; a chunked body is put back together.
+async fn http(addr: SocketAddr, method: &str, path: &str, auth: Option<&str>, body: &[u8]) -> Answer {
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    if let Some(a) = auth {
+        req.push_str(&format!("Authorization: {a}\r\n"));
+    }
+    req.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
+    s.write_all(req.as_bytes()).await.unwrap();
+    s.write_all(body).await.unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).await.unwrap();
+    let end = raw.windows(4).position(|w| w == b"\r\n\r\n").expect("a header block");
+    let head = String::from_utf8_lossy(&raw[..end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let status = lines.next().and_then(|l| l.split(' ').nth(1)).and_then(|c| c.parse().ok()).unwrap();
+    let headers: BTreeMap<String, String> =
+        lines.filter_map(|l| l.split_once(": ")).map(|(k, v)| (k.to_ascii_lowercase(), v.to_owned())).collect();
+    let mut rest = &raw[end + 4..];
+    let body = if headers.get("transfer-encoding").is_some_and(|t| t == "chunked") {
+        let mut out = Vec::new();
+        loop {
+            let eol = rest.windows(2).position(|w| w == b"\r\n").unwrap();
+            let len = usize::from_str_radix(std::str::from_utf8(&rest[..eol]).unwrap().trim(), 16).unwrap();
+            if len == 0 {
+                break out;
+            }
+            out.extend_from_slice(&rest[eol + 2..eol + 2 + len]);
+            rest = &rest[eol + 2 + len + 2..];
+        }
+    } else {
+        rest.to_vec()
+    };
+    Answer { status, headers, body }
+}
+
+fn config(backup: AdminBackup) -> Config {
+    Config {
+        admin_enabled: true,
+        admin_bind: "127.0.0.1".parse().unwrap(),
+        admin_port: 0,
+        super_digest: zkr::tree::acl::digest("super:test"),
+        admin_backup: backup,
+        ..common::test_config()
+    }
+}
+
+/// Data and Stat of each path, as a client sees them (None: no such node).
+async fn seen(c: &zk::Client, paths: &[&str]) -> Vec<Option<(Vec<u8>, zk::Stat)>> {
+    let mut out = Vec::new();
+    for p in paths {
+        out.push(c.get_data(p).await.ok());
+    }
+    out
+}
+
+const PATHS: &[&str] = &["/app", "/app/child", "/app/private", "/extra", "/zookeeper/quota"];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snapshot_streams_and_restore_replaces_the_tree_durably() {
+    let cfg = config(AdminBackup { snapshot: true, restore: true, rate_limit_ms: 300 });
+    let (server, addr) = common::start_with(cfg.clone()).await;
+    let admin = server.admin_addr().expect("the AdminServer listens");
+    let c = client(&addr).await;
+    c.create("/app", b"v1", &persistent()).await.unwrap();
+    c.set_data("/app", b"v2", None).await.unwrap();
+    c.create("/app/child", b"kid", &persistent()).await.unwrap();
+    let creator = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_read());
+    c.create("/app/private", b"read only", &creator).await.unwrap();
+
+    // Refusals before any work: ZooKeeper's 401 and 403 JSON.
+    let a = http(admin, "GET", "/commands/snapshot", None, b"").await;
+    assert_eq!((a.status, a.json()["error"].as_str()), (401, Some("Auth info is missing for the command")));
+    let a = http(admin, "GET", "/commands/snapshot", Some("digest super:wrong"), b"").await;
+    assert_eq!((a.status, a.json()["error"].as_str()), (403, Some("Not authorized")));
+    let a = http(admin, "POST", "/commands/restore", Some("digest nobody"), b"").await;
+    assert_eq!((a.status, a.json()["command"].as_str()), (403, Some("restore")));
+
+    let before = seen(&c, PATHS).await;
+    let snap = http(admin, "GET", "/commands/snapshot?streaming=true", Some(SUPER), b"").await;
+    assert_eq!(snap.status, 200);
+    assert_eq!(snap.headers["content-type"], "application/octet-stream");
+    assert_eq!(snap.headers["snapshot_size"], snap.body.len().to_string(), "snapshot_size is the body's length");
+    let parsed = zkr::import::snapfile::read_stream(Box::new(std::io::Cursor::new(snap.body.clone())), "body".as_ref())
+        .expect("the streamed snapshot reads with the import reader");
+    let zxid = parsed.last_processed.expect("3.9's last processed zxid trailer");
+    assert_eq!(snap.headers["last_zxid"], format!("0x{zxid:x}"));
+    for (p, s) in PATHS.iter().zip(&before) {
+        let node = parsed.tree.get(p).map(|n| (n.data.as_deref().unwrap_or_default().to_vec(), n.stat));
+        match (node, s) {
+            (None, None) => {}
+            (Some((data, stat)), Some((want, ws))) => {
+                assert_eq!(&data, want, "{p}");
+                let got = (stat.czxid, stat.mzxid, stat.pzxid, stat.ctime, stat.mtime, stat.version, stat.cversion);
+                let want = (ws.czxid, ws.mzxid, ws.pzxid, ws.ctime, ws.mtime, ws.version, ws.cversion);
+                assert_eq!(got, want, "{p}: Stat");
+            }
+            (got, want) => panic!("{p}: snapshot has {got:?}, clients see {want:?}"),
+        }
+    }
+
+    // A second one inside the interval: ZooKeeper's 429.
+    let a = http(admin, "GET", "/commands/snap", Some(SUPER), b"").await;
+    assert_eq!((a.status, a.json()["error"].clone()), (429, serde_json::Value::Null));
+
+    // Change the tree, then a truncated snapshot: refused, nothing changed.
+    c.delete("/app/child", None).await.unwrap();
+    c.create("/extra", b"", &persistent()).await.unwrap();
+    c.set_data("/app", b"v3", None).await.unwrap();
+    let changed = seen(&c, PATHS).await;
+    let cut = &snap.body[..snap.body.len() / 2];
+    let a = http(admin, "POST", "/commands/restore", Some(SUPER), cut).await;
+    assert_eq!(a.status, 500, "{}", a.json());
+    assert!(a.json()["error"].as_str().is_some_and(|e| e.contains("not a whole ZooKeeper snapshot")), "{}", a.json());
+    assert_eq!(seen(&c, PATHS).await, changed, "a refused restore changes nothing");
+
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let a = http(admin, "POST", "/commands/restore", Some(SUPER), &snap.body).await;
+    assert_eq!(a.status, 200, "{}", a.json());
+    let restored_zxid = a.json()["last_zxid"].as_i64().expect("last_zxid");
+    let changed_zxid = changed[0].as_ref().unwrap().1.mzxid;
+    assert!(restored_zxid > changed_zxid, "zxids never go backwards: {restored_zxid} after {changed_zxid}");
+    let c2 = client(&addr).await;
+    assert_eq!(seen(&c2, PATHS).await, before, "the snapshot's tree, Stat for Stat");
+    c2.create("/after", b"", &persistent()).await.unwrap();
+    let (_, after) = c2.get_data("/after").await.unwrap();
+    assert!(after.czxid > restored_zxid, "writes continue after the restore's zxid");
+    drop((c, c2));
+
+    server.shutdown().await;
+    let (server, addr) = common::start_with(cfg).await;
+    let c3 = client(&addr).await;
+    assert_eq!(seen(&c3, PATHS).await, before, "the restore survives a restart");
+    assert!(c3.check_stat("/after").await.unwrap().is_some(), "and so does the write after it");
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn switched_off_commands_answer_503_after_authentication() {
+    let (server, _) = common::start_with(config(AdminBackup::default())).await;
+    let admin = server.admin_addr().expect("the AdminServer listens");
+    let a = http(admin, "GET", "/commands/snapshot", None, b"").await;
+    assert_eq!(a.status, 401, "authentication comes first, as in ZooKeeper");
+    for (method, path, name) in [("GET", "/commands/snapshot", "snapshot"), ("POST", "/commands/restore", "restore")] {
+        let a = http(admin, method, path, Some(SUPER), b"").await;
+        assert_eq!(a.status, 503, "{path}");
+        assert_eq!(a.json(), serde_json::json!({ "command": name, "error": null }), "{path}");
+    }
+    let list = http(admin, "GET", "/commands", None, b"").await;
+    let list = String::from_utf8_lossy(&list.body).into_owned();
+    assert!(list.contains("/commands/snapshot") && list.contains("/commands/restore"), "{list}");
+    server.shutdown().await;
+}

@@ -714,6 +714,21 @@ pub(crate) async fn served_tree(port: u16) -> Vec<(String, Option<bytes::Bytes>,
     served_tree_at(&format!("127.0.0.1:{port}")).await
 }
 
+/// `served_tree_at`, tried again while the server closes the connection: a member that has just
+/// joined closes every connection when it installs the leader's snapshot, as a ZooKeeper
+/// follower does when it syncs with SNAP, and a client connects again.
+pub(crate) async fn served_tree_retrying(addr: &str) -> Vec<(String, Option<bytes::Bytes>, zkr::proto::Stat)> {
+    for _ in 0..30 {
+        let a = addr.to_owned();
+        // (The tree walk panics, in its own task, if the server closes the connection.)
+        if let Ok(tree) = tokio::spawn(async move { served_tree_at(&a).await }).await {
+            return tree;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    panic!("{addr} closed every connection for 30 s");
+}
+
 pub(crate) async fn served_tree_at(addr: &str) -> Vec<(String, Option<bytes::Bytes>, zkr::proto::Stat)> {
     let empty_is_null = |d: Option<bytes::Bytes>| d.filter(|b| !b.is_empty());
     zk_tree_at(addr)

@@ -13,7 +13,9 @@ use crate::takeover_kit::{
     admin, error_of, log_proof, mode, start_observers, super_auth, super_header, takeover, Observer, ObserverPlan,
     Secure, Secured,
 };
-use crate::zab_observer::{create, served_tree_at, until_async, zookeeper_39_classpath, Ensemble, Launch, Session};
+use crate::zab_observer::{
+    create, served_tree_at, served_tree_retrying, until_async, zookeeper_39_classpath, Ensemble, Launch, Session,
+};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
@@ -140,7 +142,7 @@ async fn take_over(launch: Launch, silent_first: bool, secure: Secure) {
     c.reattach_at(&o10.addr(), 30_000).await.expect("ZooKeeper's session re-attaches on the zkr ensemble");
     c.write(OpCode::SetData, RequestBody::SetData { path: "/dubbo".into(), data: Some("zkr".into()), version: -1 })
         .await;
-    let tree = served_tree_at(&o9.addr()).await;
+    let tree = served_tree_retrying(&o9.addr()).await;
     for p in ["/dubbo/zk-provider", "/dubbo/zkr-provider"] {
         let n = tree.iter().find(|n| n.0 == p).unwrap_or_else(|| panic!("{p} kept"));
         assert_ne!(n.2.ephemeral_owner, 0, "{p} is still an ephemeral");
@@ -198,7 +200,7 @@ async fn one_ensemble_serving_zookeepers_tree(
     let root_cversion = before[0].2.cversion;
     let before = without_root(before);
     for o in obs {
-        let after = served_tree_at(&o.addr()).await;
+        let after = served_tree_retrying(&o.addr()).await;
         assert_eq!(after[0].2.cversion, root_cversion + 1, "server.{}: / got one child", o.id);
         assert_eq!(without_root(after), before, "server.{} serves ZooKeeper's tree, every Stat", o.id);
     }
@@ -342,7 +344,7 @@ async fn zkr_takeover_refuses_while_zookeepers_logs_hold_a_write_no_observer_rec
         async move { matches!(mode(&a).await.as_deref(), Some("leader" | "follower")) }
     })
     .await;
-    let tree = served_tree_at(&a).await;
+    let tree = served_tree_retrying(&a).await;
     let node = tree.iter().find(|n| n.0 == "/missed").expect("the acknowledged write is in the zkr ensemble");
     assert_eq!(node.1.as_deref(), Some(&b"acknowledged"[..]));
 }

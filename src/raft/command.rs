@@ -96,7 +96,7 @@ pub enum CommandOp {
     /// position, as ZooKeeper orders reconfigs in its leader's PrepRequestProcessor. The
     /// leader then carries it out, and a later leader finishes what a dead one left.
     ReconfigBegin {
-        plan: crate::raft::reconfig::Plan,
+        plan: crate::raft::plan::Plan,
     },
     /// The leader carried out (`code` 0) or gave up (a ZooKeeper error code) the pending
     /// reconfig begun at zxid `begun`: the configuration's new version and `/zookeeper/config`
@@ -251,7 +251,7 @@ impl Command {
                 7 => {
                     let (i, plan) = jute::buffer(i)?;
                     let plan =
-                        crate::raft::reconfig::Plan::from_bytes(plan.as_deref().unwrap_or_default()).ok_or_else(bad)?;
+                        crate::raft::plan::Plan::from_bytes(plan.as_deref().unwrap_or_default()).ok_or_else(bad)?;
                     (i, CommandOp::ReconfigBegin { plan })
                 }
                 8 => {

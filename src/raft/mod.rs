@@ -31,6 +31,7 @@ mod log_writer;
 pub mod member;
 pub mod members;
 pub mod network;
+pub mod plan;
 pub mod prevote;
 pub mod reconfig;
 pub mod seam;

@@ -14,49 +14,13 @@
 //! record (`CommandOp::ReconfigEnd`) writes `/zookeeper/config` with the new version, once.
 
 use super::members::{parse_server, ServerSpec};
+pub use super::plan::{Pending, Plan};
 use super::types::{Membership, Raft};
 use crate::config::CrashPoint;
 use crate::proto::ErrorCode;
 use openraft::ChangeMembers;
-use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
-
-/// What a reconfig changes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
-pub struct Plan {
-    pub add: BTreeMap<u64, ServerSpec>,
-    pub remove: BTreeSet<u64>,
-    /// Existing members with a new role (participant ↔ observer), new addresses, or both: what
-    /// ZooKeeper does when a reconfig names an existing server with a different spec.
-    pub change: BTreeMap<u64, ServerSpec>,
-    /// The client's `fromConfig` (not -1): checked again where the begin record is applied,
-    /// where reconfigs are ordered, so two reconfigs from the same configuration sent to
-    /// different members cannot both succeed (ZooKeeper checks it in the leader's
-    /// PrepRequestProcessor).
-    pub from_version: Option<i64>,
-}
-
-/// A reconfig begun in the log and not yet ended (`CommandOp::ReconfigBegin`): the zxid of its
-/// begin record, the client's member and proposal number there, and the plan. Kept with the
-/// tree (`DataTree::pending_reconfig`), so snapshots and new leaders carry it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Pending {
-    pub begun: i64,
-    pub member: u64,
-    pub seq: u64,
-    pub plan: Plan,
-}
-
-impl Pending {
-    pub fn to_bytes(&self) -> Vec<u8> {
-        serde_json::to_vec(self).unwrap_or_default()
-    }
-
-    pub fn from_bytes(b: &[u8]) -> Option<Pending> {
-        serde_json::from_slice(b).ok()
-    }
-}
 
 /// `server.N=spec` entries of a joining or newMembers string (comma or newline separated).
 fn servers(list: &str) -> Result<BTreeMap<u64, ServerSpec>, ErrorCode> {
@@ -128,16 +92,6 @@ pub fn plan(
 }
 
 impl Plan {
-    /// The plan as the log's begin record carries it.
-    pub fn to_bytes(&self) -> Vec<u8> {
-        serde_json::to_vec(self).unwrap_or_default()
-    }
-
-    /// A begin record's plan; `None` if the bytes are not one.
-    pub fn from_bytes(b: &[u8]) -> Option<Plan> {
-        serde_json::from_slice(b).ok()
-    }
-
     /// Server `id` named with `spec` in the new configuration: added if it is not a member,
     /// changed if its role or an address differs, nothing if it is the same.
     fn name(&mut self, id: u64, spec: ServerSpec, now: &BTreeMap<u64, ServerSpec>, voters: &BTreeSet<u64>) {

@@ -69,7 +69,7 @@ pub enum Proposal {
     /// A checked reconfig for the leader to carry out (answered with `ReplMsg::ReconfigDone`).
     Reconfig {
         seq: u64,
-        plan: super::reconfig::Plan,
+        plan: super::plan::Plan,
     },
 }
 

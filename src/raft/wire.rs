@@ -175,7 +175,7 @@ pub enum ForwardMsg {
     Propose(Command),
     ReadIndex { seq: u64 },
     Touch(Vec<SessionId>),
-    Reconfig { seq: u64, plan: super::reconfig::Plan },
+    Reconfig { seq: u64, plan: super::plan::Plan },
 }
 
 /// Leader → follower on a forward stream.

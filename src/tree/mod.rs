@@ -128,7 +128,7 @@ pub struct DataTree {
     /// Paths with a quota (ZooKeeper's `pTrie`), derived from the `zookeeper_limits` nodes.
     quota_roots: BTreeSet<String>,
     /// A reconfig begun in the replicated log and not yet ended, as the replicated core encodes
-    /// it (`raft::reconfig::Pending`): kept here so that snapshots carry it with the tree.
+    /// it (`raft::plan::Pending`): kept here so that snapshots carry it with the tree.
     pending_reconfig: Option<Vec<u8>>,
 }
 

@@ -127,7 +127,7 @@ pub(super) async fn run_submitter(
 pub(super) async fn run_reconfig(
     raft: &Raft,
     submitter: &Submitter,
-    plan: crate::raft::reconfig::Plan,
+    plan: crate::raft::plan::Plan,
     catch_up: Duration,
 ) -> Result<u64, Option<crate::proto::ErrorCode>> {
     let _one_at_a_time = submitter.reconfig.lock().await;

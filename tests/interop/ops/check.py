@@ -164,8 +164,10 @@ def main():
     _, _, zidx = admin(zk_admin, "/commands")
     _, _, ridx = admin(zkr_admin, "/commands")
     links = re.findall(r'<a href="/commands/(\w+)">\1</a>\n<br/>\n', ridx)
+    # snapshot and restore are ZooKeeper 3.9's backup commands (issue 39): Debian's 3.8 lacks them.
+    zk39 = {"snapshot", "restore"}
     check("admin/commands index lists zkr's commands as links",
-          len(links) >= 15 and set(links) <= set(re.findall(r'/commands/(\w+)"', zidx)), ridx)
+          len(links) >= 15 and set(links) <= set(re.findall(r'/commands/(\w+)"', zidx)) | zk39, ridx)
 
     # -------------------------------------------------- zkr: values move and reset
     zkr = clients[1]

@@ -182,3 +182,91 @@ async fn switched_off_commands_answer_503_after_authentication() {
     assert!(list.contains("/commands/snapshot") && list.contains("/commands/restore"), "{list}");
     server.shutdown().await;
 }
+
+/// Issue 39 item 4 on an ensemble: the restore asked of a follower goes through the log in
+/// chunks, so every member, one that was down meanwhile included, serves the snapshot's tree
+/// Stat for Stat; a truncated body is refused with nothing changed; writes go on above the
+/// restore's zxid; the restore survives a restart (the chunks replayed from the log).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restore_on_an_ensemble_goes_through_the_log_to_every_member() {
+    let extra = format!(
+        "admin.snapshot.enabled=true\nadmin.restore.enabled=true\nadmin.rateLimiterIntervalInMS=0\n\
+         DigestAuthenticationProvider.superDigest={}\n",
+        zkr::tree::acl::digest("super:test").unwrap()
+    );
+    let mut e = common::ensemble_proc::ProcEnsemble::start_with_admin(3, 100, &extra);
+    let leader = e.leader();
+    let (asked, down) = ((leader + 1) % 3, (leader + 2) % 3);
+    let ports = e.admin_ports.clone();
+    let admin = |i: usize| -> SocketAddr { format!("127.0.0.1:{}", ports[i]).parse().unwrap() };
+    let c = client(&e.addr(leader)).await;
+    c.create("/app", b"v1", &persistent()).await.unwrap();
+    c.set_data("/app", b"v2", None).await.unwrap();
+    c.create("/app/child", b"kid", &persistent()).await.unwrap();
+    // A value large enough that the snapshot takes several chunks.
+    let big = vec![7u8; 1000 * 1000];
+    for i in 0..3 {
+        c.create(&format!("/app/big{i}"), &big, &persistent()).await.unwrap();
+    }
+    let before = seen(&c, PATHS).await;
+    // (From the leader, which has applied every acknowledged write.)
+    let snap = http(admin(leader), "GET", "/commands/snapshot?streaming=true", Some(SUPER), b"").await;
+    assert_eq!(snap.status, 200);
+    assert!(snap.body.len() > 2 * 1024 * 1024, "several chunks: {} bytes", snap.body.len());
+
+    c.delete("/app/child", None).await.unwrap();
+    c.create("/extra", b"", &persistent()).await.unwrap();
+    c.set_data("/app", b"v3", None).await.unwrap();
+    let changed = seen(&c, PATHS).await;
+    let cut = &snap.body[..snap.body.len() / 2];
+    let a = http(admin(asked), "POST", "/commands/restore", Some(SUPER), cut).await;
+    assert_eq!(a.status, 500, "{}", a.json());
+    assert_eq!(seen(&c, PATHS).await, changed, "a refused restore changes nothing");
+    let a = http(admin(asked), "POST", "/commands/restore", Some("digest nobody"), &snap.body).await;
+    assert_eq!(a.status, 403, "{}", a.json());
+    drop(c);
+
+    e.kill(down);
+    let a = http(admin(asked), "POST", "/commands/restore", Some(SUPER), &snap.body).await;
+    assert_eq!(a.status, 200, "{}", a.json());
+    let restored_zxid = a.json()["last_zxid"].as_i64().expect("last_zxid");
+    e.restart(down);
+    for i in 0..3 {
+        assert_eq!(serving(&e.addr(i), &before).await, before, "member {}: the snapshot's tree, Stat for Stat", i + 1);
+    }
+    let c = client(&e.addr(down)).await;
+    c.create("/after", b"", &persistent()).await.unwrap();
+    let (_, after) = c.get_data("/after").await.unwrap();
+    assert!(after.czxid > restored_zxid, "writes continue after the restore's zxid");
+    let (data, _) = c.get_data("/app/big2").await.unwrap();
+    assert_eq!(data, big);
+    drop(c);
+
+    for i in 0..3 {
+        e.kill(i);
+    }
+    for i in 0..3 {
+        e.restart(i);
+    }
+    for i in 0..3 {
+        assert_eq!(serving(&e.addr(i), &before).await, before, "member {}: the restore survives a restart", i + 1);
+    }
+    let c = client(&e.addr(leader)).await;
+    assert!(c.check_stat("/after").await.unwrap().is_some(), "and so does the write after it");
+}
+
+/// What the member at `addr` serves of `PATHS` once it serves `want` (or after 20 s, what it
+/// served last).
+async fn serving(addr: &str, want: &[Option<(Vec<u8>, zk::Stat)>]) -> Vec<Option<(Vec<u8>, zk::Stat)>> {
+    let mut last = Vec::new();
+    for _ in 0..100 {
+        if let Ok(Ok(c)) = tokio::time::timeout(Duration::from_secs(5), zk::Client::connect(addr)).await {
+            last = seen(&c, PATHS).await;
+            if last == want {
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    last
+}

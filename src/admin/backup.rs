@@ -280,9 +280,10 @@ async fn restore(
 
 /// Parses the body off the core, then has the core install it; the new zxid or why not.
 async fn restore_body(ops: &Ops, body: Bytes) -> Result<i64, String> {
-    if ops.member.is_some() || ops.observer.is_some() {
+    if ops.observer.is_some() {
         return Err(crate::server::core::restore::RestoreError::NotStandalone.to_string());
     }
+    let raw = body.clone();
     let parsed = tokio::task::spawn_blocking(move || {
         let label = std::path::Path::new("the restore request's body");
         crate::import::snapfile::read_stream(Box::new(io::Cursor::new(body)), label)
@@ -290,7 +291,7 @@ async fn restore_body(ops: &Ops, body: Bytes) -> Result<i64, String> {
     .await
     .map_err(|e| e.to_string())?
     .map_err(|e| format!("not a whole ZooKeeper snapshot: {e}"))?;
-    match ops.restore(parsed.tree, parsed.last_processed).await {
+    match ops.restore(parsed.tree, parsed.last_processed, raw).await {
         None => Err("the server is shutting down".into()),
         Some(r) => r.map_err(|e| e.to_string()),
     }

@@ -105,6 +105,20 @@ pub enum CommandOp {
         begun: Zxid,
         code: i32,
     },
+    /// Chunk `index` of the ZooKeeper snapshot an AdminServer restore (`restore` id) replaces
+    /// the tree with: staged with the tree on every member (`DataTree::staged_restore`) until
+    /// its `RestoreEnd`, so the restore is one change in the log however large the snapshot.
+    RestoreChunk {
+        restore: i64,
+        index: i32,
+        bytes: bytes::Bytes,
+    },
+    /// The last record of a restore: every member parses the `chunks` staged chunks alike and,
+    /// if all are there and they make a whole snapshot, makes it the tree at this record.
+    RestoreEnd {
+        restore: i64,
+        chunks: i32,
+    },
 }
 
 impl Command {
@@ -154,6 +168,17 @@ impl Command {
                 b.put_i64(*begun);
                 b.put_i32(*code);
             }
+            CommandOp::RestoreChunk { restore, index, bytes } => {
+                b.put_u8(9);
+                b.put_i64(*restore);
+                b.put_i32(*index);
+                b.put_buffer(Some(bytes));
+            }
+            CommandOp::RestoreEnd { restore, chunks } => {
+                b.put_u8(10);
+                b.put_i64(*restore);
+                b.put_i32(*chunks);
+            }
         }
     }
 
@@ -180,6 +205,8 @@ impl Command {
             CommandOp::Attach { .. } => 40,
             CommandOp::Reap { path } => path.len(),
             CommandOp::ReconfigBegin { .. } | CommandOp::ReconfigEnd { .. } => 512,
+            CommandOp::RestoreChunk { bytes, .. } => 16 + bytes.len(),
+            CommandOp::RestoreEnd { .. } => 16,
             CommandOp::Request { ids, body, .. } => {
                 ids.iter().map(|i| 8 + i.scheme.len() + i.id.len()).sum::<usize>()
                     + 32
@@ -259,6 +286,17 @@ impl Command {
                     let (i, code) = jute::int(i)?;
                     (i, CommandOp::ReconfigEnd { begun, code })
                 }
+                9 => {
+                    let (i, restore) = jute::long(i)?;
+                    let (i, index) = jute::int(i)?;
+                    let (i, bytes) = jute::buffer(i)?;
+                    (i, CommandOp::RestoreChunk { restore, index, bytes: bytes.unwrap_or_default() })
+                }
+                10 => {
+                    let (i, restore) = jute::long(i)?;
+                    let (i, chunks) = jute::int(i)?;
+                    (i, CommandOp::RestoreEnd { restore, chunks })
+                }
                 _ => return Err(bad()),
             };
             Ok((i, Command { origin: Origin { member: member as u64, seq: seq as u64 }, time, session, op }))
@@ -328,7 +366,8 @@ pub type LatestCheck = std::sync::Arc<parking_lot::Mutex<Option<AppliedCheck>>>;
 /// Version 3: a re-attach names the session's owner as its proposer knew it, and is refused if
 /// another re-attach moved the session since (`SessionOwner::admits_attach`).
 /// Version 4: a reconfig is one pending record, begun and ended in the log (`ReconfigBegin`).
-pub const PREP_VERSION: u32 = 4;
+/// Version 5: an AdminServer restore is staged chunk by chunk and ended in the log (`RestoreChunk`).
+pub const PREP_VERSION: u32 = 5;
 
 /// The first version whose leaders' own decisions are checked against the entry's leader.
 const OWN_DECISIONS_CHECKED: u32 = 2;

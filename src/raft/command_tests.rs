@@ -66,6 +66,14 @@ fn round_trips_every_op() {
             body: RequestBody::Create(create),
         },
     });
+    let chunk = bytes::Bytes::from(vec![3u8; 70_000]);
+    round_trip(Command {
+        origin: o,
+        time: 5,
+        session: 0,
+        op: CommandOp::RestoreChunk { restore: 1 << 49, index: 2, bytes: chunk },
+    });
+    round_trip(Command { origin: o, time: 5, session: 0, op: CommandOp::RestoreEnd { restore: 1 << 49, chunks: 3 } });
 }
 
 #[test]

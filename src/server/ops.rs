@@ -228,10 +228,11 @@ impl Ops {
         &self,
         tree: crate::tree::DataTree,
         last_processed: Option<crate::txn::Zxid>,
+        raw: bytes::Bytes,
     ) -> Option<Result<crate::txn::Zxid, super::core::restore::RestoreError>> {
         let (reply, rx) = tokio::sync::oneshot::channel();
         let core = self.core.upgrade()?;
-        core.send(CoreMsg::Restore { tree: Box::new(tree), last_processed, reply }).await.ok()?;
+        core.send(CoreMsg::Restore { tree: Box::new(tree), last_processed, raw, reply }).await.ok()?;
         rx.await.ok()
     }
 

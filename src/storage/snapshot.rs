@@ -4,7 +4,7 @@
 //! file      snapshot.<zxid, 16 hex digits>   (written as snapshot.<zxid>.tmp, fsync'd, renamed,
 //!           dir fsync'd; a .tmp left by a failed or interrupted write is removed at startup)
 //! layout    "ZKRS" | version u32 = 2 | zxid i64 | nodes u64 | segments u32 | segment* | node*
-//!           | sessions u32 | session* | reconfig buffer | crc32 u32
+//!           | sessions u32 | session* | reconfig buffer | restore | crc32 u32
 //! segment   id u32 | bytes buffer       (the name dictionary, see tree/names.rs)
 //! node      parent u32 | name buffer | data buffer | acl vector<ACL> | czxid mzxid pzxid ctime mtime i64
 //!           | version cversion aversion i32 | ephemeralOwner i64 | children u32
@@ -13,7 +13,9 @@
 //!           segments, so loading builds no path, looks up no parent and encodes no name;
 //!           the child count sizes the child map once on load)
 //! reconfig  the ensemble's pending reconfig (`DataTree::pending_reconfig`), -1 if none.
-//! version 2 (still read) has no reconfig; version 1 (still read) has no segments, and a node starts with its full path (ustring)
+//! restore   an ensemble restore being staged (`DataTree::staged_restore`): chunks i32 (-1 if
+//!           none) | id i64 | chunk buffer*.
+//! version 3 (still read) has no restore; version 2 (still read) has no reconfig; version 1 (still read) has no segments, and a node starts with its full path (ustring)
 //!           instead of parent and name.
 //! session   id i64 | timeout i32 | flags u8 (bit 0: imported from ZooKeeper, password derived its way;
 //!           bit 1: an ensemble session, its 16-byte password follows; bit 2: its owner follows,
@@ -34,7 +36,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 const MAGIC: &[u8; 4] = b"ZKRS";
-const VERSION: u32 = 3;
+const VERSION: u32 = 4;
+/// Snapshots written before an ensemble restore was staged with the tree: otherwise the same.
+const VERSION_NO_RESTORE: u32 = 3;
 /// Snapshots written before a pending reconfig was kept with the tree: otherwise the same.
 const VERSION_NO_RECONFIG: u32 = 2;
 /// Snapshots written before znode names were stored encoded: each node with its full path.
@@ -160,6 +164,17 @@ pub fn encode_to(tree: &DataTree, out: &mut impl Write) -> std::io::Result<()> {
         }
     }
     b.put_buffer(tree.pending_reconfig());
+    match tree.staged_restore() {
+        None => b.put_i32(-1),
+        Some(staged) => {
+            b.put_i32(staged.chunks.len() as i32);
+            b.put_i64(staged.id);
+            for c in &staged.chunks {
+                b.put_buffer(Some(c));
+                flush(&mut b, &mut crc, out)?;
+            }
+        }
+    }
     flush(&mut b, &mut crc, out)?;
     out.write_all(&crc.finalize().to_be_bytes())
 }
@@ -305,11 +320,11 @@ pub fn read(path: &Path) -> Result<DataTree, StorageError> {
         },
         "not a zkr snapshot",
     )?;
-    if version != VERSION && version != VERSION_NO_RECONFIG && version != VERSION_PATHS {
+    if ![VERSION, VERSION_NO_RESTORE, VERSION_NO_RECONFIG, VERSION_PATHS].contains(&version) {
         return Err(StorageError::Corrupt {
             file: path.to_owned(),
             offset: 4,
-            reason: format!("snapshot format {version} is not one this zkr reads (1, 2 or 3)"),
+            reason: format!("snapshot format {version} is not one this zkr reads (1 to 4)"),
         });
     }
     let mut tree = DataTree::empty();
@@ -372,9 +387,21 @@ pub fn read(path: &Path) -> Result<DataTree, StorageError> {
         let (id, info) = w.next(session_record, "bad session record")?;
         tree.restore_session(id, info);
     }
-    if version == VERSION {
+    if version >= VERSION_NO_RESTORE {
         let pending = w.next(jute::buffer, "bad pending reconfig")?;
         tree.set_pending_reconfig(pending.map(|p| p.to_vec()));
+    }
+    if version >= VERSION {
+        let chunks = w.next(jute::int, "bad staged restore")?;
+        if chunks >= 0 {
+            let id = w.next(jute::long, "bad staged restore")?;
+            let mut staged = crate::tree::StagedRestore { id, chunks: Vec::new() };
+            for _ in 0..chunks {
+                let c = w.next(jute::buffer, "bad staged restore chunk")?;
+                staged.chunks.push(c.unwrap_or_default());
+            }
+            tree.set_staged_restore(Some(staged));
+        }
     }
     w.finish()?;
     Ok(tree)
@@ -544,17 +571,32 @@ mod tests {
 
     /// Format 2 (before a pending reconfig was kept) is format 3 without its last field.
     #[test]
-    fn reads_format_2() {
+    fn reads_formats_2_and_3() {
         let t = providers_tree(50);
-        let v3 = encode(&t);
-        let mut v2 = v3[..v3.len() - 8].to_vec();
-        assert_eq!(&v3[v3.len() - 8..v3.len() - 4], &[0xff; 4], "no pending reconfig: a null buffer");
+        let v4 = encode(&t);
+        assert_eq!(&v4[v4.len() - 8..v4.len() - 4], &[0xff; 4], "no staged restore: -1");
+        let mut v3 = v4[..v4.len() - 8].to_vec();
+        v3[4..8].copy_from_slice(&VERSION_NO_RESTORE.to_be_bytes());
+        assert_eq!(&v3[v3.len() - 4..], &[0xff; 4], "no pending reconfig: a null buffer");
+        let mut v2 = v3[..v3.len() - 4].to_vec();
         v2[4..8].copy_from_slice(&VERSION_NO_RECONFIG.to_be_bytes());
-        let crc = crc32fast::hash(&v2);
-        v2.put_u32(crc);
-        let back = read_bytes(&v2);
+        for mut old in [v3, v2] {
+            let crc = crc32fast::hash(&old);
+            old.put_u32(crc);
+            let back = read_bytes(&old);
+            assert_eq!(back.node_count(), t.node_count());
+            assert_eq!((back.pending_reconfig(), back.staged_restore()), (None, None));
+        }
+    }
+
+    #[test]
+    fn keeps_a_staged_restore() {
+        let mut t = providers_tree(5);
+        let chunks = vec![bytes::Bytes::from_static(b"first"), bytes::Bytes::new(), vec![9u8; 3000].into()];
+        t.set_staged_restore(Some(crate::tree::StagedRestore { id: 0x1_0000_0007, chunks: chunks.clone() }));
+        let back = read_bytes(&encode(&t.snapshot_view()));
+        assert_eq!(back.staged_restore(), Some(&crate::tree::StagedRestore { id: 0x1_0000_0007, chunks }));
         assert_eq!(back.node_count(), t.node_count());
-        assert_eq!(back.pending_reconfig(), None);
     }
 
     #[test]

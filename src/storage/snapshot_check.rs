@@ -12,7 +12,7 @@ use std::path::Path;
 /// The bytes every snapshot starts with: its magic.
 const MAGIC: &[u8; 4] = b"ZKRS";
 /// The format versions `snapshot::read` reads.
-const VERSIONS: [u32; 3] = [1, 2, 3];
+const VERSIONS: [u32; 4] = [1, 2, 3, 4];
 /// Bytes of the trailing checksum.
 const CRC: usize = 4;
 

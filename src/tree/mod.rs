@@ -130,6 +130,16 @@ pub struct DataTree {
     /// A reconfig begun in the replicated log and not yet ended, as the replicated core encodes
     /// it (`raft::plan::Pending`): kept here so that snapshots carry it with the tree.
     pending_reconfig: Option<Vec<u8>>,
+    /// An AdminServer restore being staged in the replicated log: its chunks so far, kept
+    /// here so that snapshots and new members carry them until the end record applies them.
+    staged_restore: Option<StagedRestore>,
+}
+
+/// The chunks of a ZooKeeper snapshot an ensemble restore has logged so far (`restore` id).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StagedRestore {
+    pub id: i64,
+    pub chunks: Vec<Bytes>,
 }
 
 /// Lists longer than this (encoded) are not kept: one huge directory must not double its memory.
@@ -217,6 +227,7 @@ impl DataTree {
             digest: None,
             quota_roots: BTreeSet::new(),
             pending_reconfig: self.pending_reconfig.clone(),
+            staged_restore: self.staged_restore.clone(),
         }
     }
 
@@ -250,6 +261,7 @@ impl DataTree {
             digest: None,
             quota_roots: BTreeSet::new(),
             pending_reconfig: None,
+            staged_restore: None,
         };
         let acl = t.intern_acl(&Acl::open_unsafe());
         let root = Znode::new(ROOT, Arc::from(&[][..]), Some(Bytes::new()), acl, NodeStat::default());
@@ -449,6 +461,19 @@ impl DataTree {
 
     pub fn set_pending_reconfig(&mut self, record: Option<Vec<u8>>) {
         self.pending_reconfig = record;
+    }
+
+    /// The restore being staged (see the field).
+    pub fn staged_restore(&self) -> Option<&StagedRestore> {
+        self.staged_restore.as_ref()
+    }
+
+    pub fn set_staged_restore(&mut self, staged: Option<StagedRestore>) {
+        self.staged_restore = staged;
+    }
+
+    pub fn staged_restore_mut(&mut self) -> Option<&mut StagedRestore> {
+        self.staged_restore.as_mut()
     }
 
     pub fn set_last_zxid(&mut self, zxid: Zxid) {

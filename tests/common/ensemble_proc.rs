@@ -19,6 +19,8 @@ pub struct ProcEnsemble {
     extra_cfg: String,
     /// Environment every member starts with (failpoints).
     env: Vec<(String, String)>,
+    /// Each member's AdminServer port on 127.0.0.1, when they serve one (`start_with_admin`).
+    pub admin_ports: Vec<u16>,
 }
 
 impl ProcEnsemble {
@@ -37,7 +39,30 @@ impl ProcEnsemble {
             tick_ms,
             extra_cfg: extra_cfg.to_owned(),
             env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            admin_ports: Vec::new(),
         };
+        e.launch(n);
+        e
+    }
+
+    /// `start_with`, each member also serving its AdminServer on 127.0.0.1 (`admin_ports`).
+    pub fn start_with_admin(n: usize, tick_ms: u32, extra_cfg: &str) -> ProcEnsemble {
+        let mut e = ProcEnsemble {
+            dir: super::temp_dir(),
+            client_ports: Vec::new(),
+            peer_ports: Vec::new(),
+            children: Vec::new(),
+            tick_ms,
+            extra_cfg: extra_cfg.to_owned(),
+            env: Vec::new(),
+            admin_ports: (0..n).map(|_| super::cluster::free_port()).collect(),
+        };
+        e.launch(n);
+        e
+    }
+
+    fn launch(&mut self, n: usize) {
+        let e = self;
         for _ in 0..n {
             e.pick_ports();
         }
@@ -46,7 +71,6 @@ impl ProcEnsemble {
             e.children.push(None);
             e.spawn(i);
         }
-        e
     }
 
     fn pick_ports(&mut self) {
@@ -77,9 +101,13 @@ impl ProcEnsemble {
         let data = self.dir.join(format!("m{}", i + 1));
         std::fs::create_dir_all(&data).unwrap();
         std::fs::write(data.join("myid"), format!("{}\n", i + 1)).unwrap();
+        let admin = match self.admin_ports.get(i) {
+            Some(p) => format!("admin.enableServer=true\nadmin.serverAddress=127.0.0.1\nadmin.serverPort={p}\n"),
+            None => "admin.enableServer=false\n".to_owned(),
+        };
         let mut cfg = format!(
             "tickTime={}\ninitLimit=10\nsyncLimit=5\ndataDir={}\nclientPort={}\n\
-             clientPortAddress=127.0.0.1\n4lw.commands.whitelist=*\nadmin.enableServer=false\n{}",
+             clientPortAddress=127.0.0.1\n4lw.commands.whitelist=*\n{admin}{}",
             self.tick_ms,
             data.display(),
             self.client_ports[i],

@@ -73,6 +73,8 @@ pub enum CoreMsg {
     Restore {
         tree: Box<DataTree>,
         last_processed: Option<Zxid>,
+        /// The snapshot as received: what an ensemble member logs (`replicated::restore`).
+        raw: bytes::Bytes,
         reply: restore::RestoreReply,
     },
     /// Ensemble: committed log entries to apply, in order; `done` is told when they are.
@@ -270,9 +272,10 @@ impl Core {
             CoreMsg::SnapshotCopy(tx) => {
                 let _ = tx.send(self.snapshot_copy());
             }
-            CoreMsg::Restore { tree, last_processed, reply } => {
-                let _ = reply.send(self.restore(*tree, last_processed));
-            }
+            CoreMsg::Restore { tree, last_processed, raw, reply } => match &self.log {
+                Log::Replicated(_) => self.propose_restore(raw, reply),
+                _ => _ = reply.send(self.restore(*tree, last_processed)),
+            },
             CoreMsg::Apply { entries, done } => {
                 self.apply_committed(entries);
                 let _ = done.send(());

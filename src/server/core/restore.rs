@@ -26,10 +26,30 @@ use crate::storage::StorageError;
 pub enum RestoreError {
     /// A member or an observer: its tree is the ensemble's, changed only through its log.
     #[error(
-        "restore is served by a standalone server only: on an ensemble member it would have to go through the \
-         replicated log, which zkr does not do yet. Nothing was changed."
+        "restore is not served by an observer of a ZooKeeper ensemble: its tree is ZooKeeper's. Nothing was \
+         changed."
     )]
     NotStandalone,
+    /// The log did not make what was applied before the restore durable in time.
+    #[error("the log did not make the writes before the restore durable within {0:?}; nothing was changed")]
+    NotDurable(std::time::Duration),
+    /// The proposal queue to the log was full: the ensemble is not keeping up.
+    #[error("the ensemble's proposal queue is full; nothing was changed, try again")]
+    Busy,
+    /// A leader change lost part of the logged snapshot (`staged` of `logged` chunks arrived).
+    #[error(
+        "only {staged} of the restore's {logged} chunks reached the log (a leader change lost the rest); nothing \
+         was changed on any member, send it again"
+    )]
+    Incomplete { staged: i32, logged: i32 },
+    #[error("the logged snapshot does not parse, nothing was changed on any member: {0}")]
+    NotASnapshot(String),
+    /// The member asked lost its leader before the end record applied here.
+    #[error(
+        "the restore's fate is unknown (leader change or lost link): its end record may or may not apply; look \
+         at the tree before sending it again"
+    )]
+    Lost,
     #[error("writing the restored tree failed, nothing was changed: {0}")]
     Write(#[source] StorageError),
     #[error("the restored tree was written but does not read back, nothing was changed: {0}")]
@@ -40,7 +60,7 @@ pub enum RestoreError {
 pub type RestoreReply = tokio::sync::oneshot::Sender<Result<Zxid, RestoreError>>;
 
 /// The highest zxid a tree's nodes carry (created, modified, children changed).
-fn highest_zxid(tree: &DataTree) -> Zxid {
+pub(super) fn highest_zxid(tree: &DataTree) -> Zxid {
     let mut high = tree.last_zxid();
     tree.visit(|_, n| high = high.max(n.stat.czxid).max(n.stat.mzxid).max(n.stat.pzxid));
     high
@@ -61,7 +81,14 @@ impl Core {
         }
         // Everything applied so far goes to the log first: the restore comes after it.
         self.end_turn();
+        // (The core waits, as ZooKeeper's requests wait behind its restoreLatch; bounded, so a
+        // log that stopped writing fails the restore instead of hanging the core.)
+        let patience = std::time::Duration::from_secs(30);
+        let since = std::time::Instant::now();
         while self.durable.load(Ordering::Acquire) < self.tree.last_zxid() {
+            if since.elapsed() > patience {
+                return Err(RestoreError::NotDurable(patience));
+            }
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
         let mut restored = restored;
@@ -90,7 +117,7 @@ impl Core {
 
     /// Makes `tree` the live state: connections closed, sessions from the tree with a full
     /// timeout from now, no watches, the log and the read views at its zxid.
-    fn install_restored(&mut self, tree: DataTree) {
+    pub(super) fn install_restored(&mut self, tree: DataTree) {
         let conns: Vec<ConnId> = self.conns.keys().copied().collect();
         for c in conns {
             self.close_conn(c);

@@ -221,6 +221,13 @@ impl Core {
             }
             CommandOp::ReconfigBegin { plan } => self.apply_reconfig_begin(zxid, cmd.origin, plan, waiting),
             CommandOp::ReconfigEnd { begun, code } => self.apply_reconfig_end(zxid, cmd.time, begun, code),
+            CommandOp::RestoreChunk { restore, index, bytes } => {
+                self.apply_restore_chunk(restore, index, bytes);
+                return false;
+            }
+            CommandOp::RestoreEnd { restore, chunks } => {
+                return self.apply_restore_end(zxid, cmd.time, restore, chunks, waiting);
+            }
             CommandOp::Attach { timeout_ms, password, seen } => {
                 // Not a txn: no zxid, as ZooKeeper's revalidation of a session makes none.
                 self.apply_attach(cmd.origin, sid, timeout_ms, &password, seen, waiting);

@@ -25,6 +25,7 @@ mod apply;
 mod check;
 pub mod offline;
 mod reconfig;
+mod restore;
 mod role;
 #[cfg(test)]
 mod tests;
@@ -72,17 +73,23 @@ enum Waiting {
         conn: ConnId,
         xid: i32,
     },
+    /// The AdminServer's restore, answered when its end record is applied here.
+    Restore {
+        reply: crate::server::core::restore::RestoreReply,
+    },
 }
 
 impl Waiting {
-    fn conn(&self) -> ConnId {
+    /// The client connection waiting, if a client waits.
+    fn conn(&self) -> Option<ConnId> {
         match self {
             Waiting::Session { conn, .. }
             | Waiting::Attach { conn, .. }
             | Waiting::Write { conn, .. }
             | Waiting::Close { conn, .. }
             | Waiting::Sync { conn, .. }
-            | Waiting::Reconfig { conn, .. } => *conn,
+            | Waiting::Reconfig { conn, .. } => Some(*conn),
+            Waiting::Restore { .. } => None,
         }
     }
 }
@@ -275,7 +282,7 @@ impl Core {
 
     /// Sends a command to the log. With a waiter, the connection's later requests queue behind it.
     fn propose(&mut self, session: SessionId, op: CommandOp, waiting: Option<Waiting>) {
-        let conn = waiting.as_ref().map(Waiting::conn);
+        let conn = waiting.as_ref().and_then(Waiting::conn);
         let Some(r) = self.log.replicated_mut() else { return };
         let seq = match waiting {
             Some(w) => {
@@ -358,7 +365,14 @@ impl Core {
     /// A proposal that will not be answered: its connection closes (ConnectionLoss).
     fn fail(&mut self, seq: u64) {
         let Some(w) = self.repl().and_then(|r| r.waiting.remove(&seq)) else { return };
-        let conn = w.conn();
+        let conn = match w {
+            Waiting::Restore { reply } => {
+                let _ = reply.send(Err(crate::server::core::restore::RestoreError::Lost));
+                return;
+            }
+            w => w.conn(),
+        };
+        let Some(conn) = conn else { return };
         tracing::info!(conn, "closing connection: its request's fate is unknown (leader change or lost link)");
         self.close_conn(conn);
     }

@@ -7,7 +7,8 @@
 #   ZKR_BIN=path/to/zkr tests/interop/import/run.sh   # a given zkr binary
 #   IMPORT_BOTH_ZK=1 tests/interop/import/run.sh      # "imported" side = 2nd ZooKeeper on a copy
 #   tests/interop/import/run.sh kill clean            # some variants (kill, clean, samedir, ensemble,
-#                                                     #   export, roundtrip, wayback, adminsnap)
+#                                                     #   export, roundtrip, wayback, adminsnap,
+#                                                     #   adminsnap39)
 #
 # The ensemble variant imports into member 1 of a new 3-member zkr ensemble (127.0.0.1 ports):
 # member 1 seeds it, members 2 and 3 start empty and catch up; each member must then serve the
@@ -23,7 +24,10 @@
 # member's directory is exported, ZooKeeper 3.8 starts as a 3-member ensemble on the same ports,
 # serves the tree zkr served, and takes the zkr-born sessions' re-attach.
 # The adminsnap variant streams a snapshot
-# from zkr's AdminServer (`/commands/snapshot`) and starts ZooKeeper 3.8 on it.
+# from zkr's AdminServer (`/commands/snapshot`) and starts ZooKeeper 3.8 on it. The adminsnap39
+# variant puts the backup commands side by side with ZooKeeper 3.9.5's: each server's stream is
+# served by the other (ZooKeeper started on zkr's, zkr's `/commands/restore` of ZooKeeper's),
+# and both refuse a truncated restore whole.
 #
 # Prints one PASS/FAIL line per check and ends with "N passed, N failed".
 # Exit status: 0 all passed, 1 something failed, 2 setup problem.
@@ -38,7 +42,7 @@ WORK="$HERE/.work"
 PY=/usr/bin/python3
 ZK_BIN_DIR=/usr/share/zookeeper/bin
 SUPER_PW="super:secret"
-ALL_VARIANTS="kill clean samedir ensemble export roundtrip wayback adminsnap"
+ALL_VARIANTS="kill clean samedir ensemble export roundtrip wayback adminsnap adminsnap39"
 MIN_FILES=3   # snapshot.* and log.* files the workload must leave behind (each)
 SWEEP_MS=1000 # container/TTL sweep interval of the servers started on the imported data
 export IMPORT_HOLDER_TIMEOUT=${IMPORT_HOLDER_TIMEOUT:-20}  # session timeout (s) of the session holding ephemerals
@@ -49,8 +53,8 @@ die() { say "ERROR: $*"; exit 2; }
 VARIANTS=()
 for a in "$@"; do
     case "$a" in
-        -h|--help) sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
-        kill|clean|samedir|ensemble|export|roundtrip|wayback|adminsnap) VARIANTS+=("$a") ;;
+        -h|--help) sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        kill|clean|samedir|ensemble|export|roundtrip|wayback|adminsnap|adminsnap39) VARIANTS+=("$a") ;;
         *) die "unknown argument '$a' (variants: $ALL_VARIANTS)" ;;
     esac
 done
@@ -151,6 +155,35 @@ start_zk() {  # cfg port logfile [extra jvm flags] -> LAST_PID, LAST_START
     srv_wait_ruok "$2" "$LAST_PID" 90 && return 0
     srv_diagnose zookeeper "$2" "$LAST_PID" "$3"
     die "ZooKeeper ($1) did not start on port $2"
+}
+
+# ZooKeeper 3.9.5 from Maven Central (Maven resolves it with tests/interop/zab/zk39/pom.xml, once
+# per run, with its AdminServer's Jetty: -Padmin): its classpath -> ZK39_CP; 1 if Maven fails (its
+# log: dir/mvn-zk39.log)
+zk39_classpath() {  # dir
+    [ -n "${ZK39_CP:-}" ] && return 0
+    mvn -B -q -f "$HERE/../zab/zk39/pom.xml" -Padmin dependency:build-classpath -Dzookeeper.version=3.9.5 \
+        -Dmdep.outputFile="$1/zk39.classpath" >"$1/mvn-zk39.log" 2>&1 || return 1
+    ZK39_CP=$(cat "$1/zk39.classpath")
+}
+
+# ZooKeeper 3.9.5 (zk39_classpath first) on cfg, with the super digest, not waited for -> LAST_PID,
+# LAST_START
+launch_zk39() {  # cfg logfile [extra jvm flags...]
+    LAST_START=$(date +%s.%N)
+    java -cp "$ZK39_CP" -Dzookeeper.log.dir="$(dirname "$2")" \
+        -Dzookeeper.DigestAuthenticationProvider.superDigest="$SUPER_DIGEST" \
+        -Dznode.container.checkIntervalMs="$SWEEP_MS" -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 "${@:3}" \
+        org.apache.zookeeper.server.quorum.QuorumPeerMain "$1" >"$2" 2>&1 </dev/null &
+    LAST_PID=$!
+    disown "$LAST_PID"
+    PIDS+=("$LAST_PID")
+}
+
+# launch_zk39, then 1 if it does not answer ruok within 90 s
+start_zk39() {  # cfg port logfile [extra jvm flags...]
+    launch_zk39 "$1" "$3" "${@:4}"
+    srv_wait_ruok "$2" "$LAST_PID" 90
 }
 
 start_zkr() {  # datadir port logfile [extra serve flags] -> LAST_PID, LAST_START
@@ -472,6 +505,8 @@ PY
 . "$HERE/export.sh"
 # shellcheck source=wayback.sh
 . "$HERE/wayback.sh"
+# shellcheck source=adminsnap39.sh
+. "$HERE/adminsnap39.sh"
 
 T0=$(date +%s)
 say "run directory $RUN_DIR; ports $ZK_PORT (ZooKeeper), $IMP_PORT (imported)"
@@ -483,6 +518,7 @@ for v in "${VARIANTS[@]}"; do
         roundtrip) run_roundtrip ;;
         wayback) run_wayback ;;
         adminsnap) run_adminsnap ;;
+        adminsnap39) run_adminsnap39 ;;
         *) run_variant "$v" ;;
     esac
 done

@@ -128,30 +128,23 @@ PY
 # ZooKeeper 3.9.5 from Maven Central (tests/interop/zab/zk39/pom.xml) on a second export of member 1:
 # it must serve the tree zkr served and take the holder sessions' re-attach
 wayback_zk39() {  # dir
-    local d=$1 cp pid port=${MEMBER_PORTS[0]}
-    if ! mvn -B -q -f "$HERE/../zab/zk39/pom.xml" dependency:build-classpath -Dzookeeper.version=3.9.5 \
-        -Dmdep.outputFile="$d/zk39.classpath" >"$d/mvn-zk39.log" 2>&1; then
+    local d=$1 pid port=${MEMBER_PORTS[0]}
+    if ! zk39_classpath "$d"; then
         fail "wayback-zk39/maven: Maven could not resolve ZooKeeper 3.9.5 (log: $d/mvn-zk39.log)"
         return
     fi
-    cp=$(cat "$d/zk39.classpath")
     if ! timeout 60 "$ZKR_BIN" export-zookeeper --data-dir "$d/m1" --zk-data-dir "$d/zk39" --compression snappy \
         >"$d/export-zk39.log" 2>&1 </dev/null; then
         fail "wayback-zk39/export: $(tail -n 2 "$d/export-zk39.log")"
         return
     fi
     write_cfg "$d/zk39.cfg" "$port" "$d/zk39"
-    java -cp "$cp" -Dzookeeper.log.dir="$d" -Dzookeeper.DigestAuthenticationProvider.superDigest="$SUPER_DIGEST" \
-        -Dznode.container.checkIntervalMs="$SWEEP_MS" -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
-        org.apache.zookeeper.server.quorum.QuorumPeerMain "$d/zk39.cfg" >"$d/zk39.log" 2>&1 </dev/null &
-    pid=$!
-    disown "$pid"
-    PIDS+=("$pid")
-    if ! srv_wait_ruok "$port" "$pid" 90; then
+    if ! start_zk39 "$d/zk39.cfg" "$port" "$d/zk39.log"; then
         fail "wayback-zk39/start: ZooKeeper 3.9.5 did not start on the snappy export (log: $d/zk39.log)"
-        stop_pid "$pid" TERM
+        stop_pid "$LAST_PID" TERM
         return
     fi
+    pid=$LAST_PID
     pass "wayback-zk39/start: ZooKeeper 3.9.5 (Maven Central) serves the snappy export of member 1"
     if timeout 60 "$PY" "$HERE/zkimport.py" dump "127.0.0.1:$port" "$d/zookeeper-39.json" 2>"$d/walk-zk39.log"; then
         compare wayback-zk39 "$d/prestop.json" "$d/zookeeper-39.json" zkr-ensemble zookeeper-3.9.5 --skip /zookeeper/config

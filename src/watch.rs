@@ -225,6 +225,17 @@ impl WatchManager {
         }
     }
 
+    /// Every watched path of both tables, or `None` while a recursive watch exists (it sees
+    /// every path below its own).
+    pub fn watched_paths(&self) -> Option<Vec<String>> {
+        if self.data.recursive > 0 || self.child.recursive > 0 {
+            return None;
+        }
+        let paths: std::collections::BTreeSet<&String> =
+            self.data.by_path.keys().chain(self.child.by_path.keys()).collect();
+        Some(paths.into_iter().cloned().collect())
+    }
+
     /// Total watch relations (mntr's zk_watch_count).
     pub fn count(&self) -> usize {
         self.data.count() + self.child.count()

@@ -146,9 +146,26 @@ async fn snapshot_streams_and_restore_replaces_the_tree_durably() {
     assert_eq!(seen(&c, PATHS).await, changed, "a refused restore changes nothing");
 
     tokio::time::sleep(Duration::from_millis(400)).await;
+    // c's session is in the snapshot: its connection stays and its watches fire.
+    let (_, _, data_w) = c.get_and_watch_data("/app").await.unwrap();
+    let (_, extra_w) = c.check_and_watch_stat("/extra").await.unwrap();
+    let (_, _, kept_w) = c.get_and_watch_data("/app/private").await.unwrap();
+    // A session the snapshot lacks: its connection is closed.
+    let late = client(&addr).await;
     let a = http(admin, "POST", "/commands/restore", Some(SUPER), &snap.body).await;
     assert_eq!(a.status, 200, "{}", a.json());
     let restored_zxid = a.json()["last_zxid"].as_i64().expect("last_zxid");
+    let within = Duration::from_secs(5);
+    let ev = tokio::time::timeout(within, data_w.changed()).await.expect("/app's data watch fires");
+    assert_eq!((ev.event_type, ev.path.as_str()), (zk::EventType::NodeDataChanged, "/app"));
+    let ev = tokio::time::timeout(within, extra_w.changed()).await.expect("/extra's watch fires");
+    assert_eq!((ev.event_type, ev.path.as_str()), (zk::EventType::NodeDeleted, "/extra"));
+    assert_eq!(seen(&c, PATHS).await, before, "c goes on, on the restored tree");
+    assert!(
+        tokio::time::timeout(Duration::from_millis(500), kept_w.changed()).await.is_err(),
+        "no event for a node the restore left as it was"
+    );
+    assert!(late.get_data("/app").await.is_err(), "a session the snapshot lacks is gone");
     let changed_zxid = changed[0].as_ref().unwrap().1.mzxid;
     assert!(restored_zxid > changed_zxid, "zxids never go backwards: {restored_zxid} after {changed_zxid}");
     let c2 = client(&addr).await;
@@ -156,7 +173,7 @@ async fn snapshot_streams_and_restore_replaces_the_tree_durably() {
     c2.create("/after", b"", &persistent()).await.unwrap();
     let (_, after) = c2.get_data("/after").await.unwrap();
     assert!(after.czxid > restored_zxid, "writes continue after the restore's zxid");
-    drop((c, c2));
+    drop((c, c2, late));
 
     server.shutdown().await;
     let (server, addr) = common::start_with(cfg).await;
@@ -185,8 +202,9 @@ async fn switched_off_commands_answer_503_after_authentication() {
 
 /// Issue 39 item 4 on an ensemble: the restore asked of a follower goes through the log in
 /// chunks, so every member, one that was down meanwhile included, serves the snapshot's tree
-/// Stat for Stat; a truncated body is refused with nothing changed; writes go on above the
-/// restore's zxid; the restore survives a restart (the chunks replayed from the log).
+/// Stat for Stat; a truncated body is refused with nothing changed; a session the snapshot
+/// holds keeps its connection and its watches fire for what the restore changed; writes go on
+/// above the restore's zxid; the restore survives a restart (the chunks replayed from the log).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn restore_on_an_ensemble_goes_through_the_log_to_every_member() {
     let extra = format!(
@@ -203,6 +221,8 @@ async fn restore_on_an_ensemble_goes_through_the_log_to_every_member() {
     c.create("/app", b"v1", &persistent()).await.unwrap();
     c.set_data("/app", b"v2", None).await.unwrap();
     c.create("/app/child", b"kid", &persistent()).await.unwrap();
+    // A session the snapshot will hold, on the member that will be asked.
+    let watcher = client(&e.addr(asked)).await;
     // A value large enough that the snapshot takes several chunks.
     let big = vec![7u8; 1000 * 1000];
     for i in 0..3 {
@@ -226,10 +246,26 @@ async fn restore_on_an_ensemble_goes_through_the_log_to_every_member() {
     assert_eq!(a.status, 403, "{}", a.json());
     drop(c);
 
+    // Watches on what the restore will change: /app's data (v3 back to v2) and children
+    // (/app/child back), /extra (gone again).
+    watcher.sync("/").await.unwrap();
+    let (_, _, data_w) = watcher.get_and_watch_data("/app").await.unwrap();
+    let (_, _, child_w) = watcher.get_and_watch_children("/app").await.unwrap();
+    let (extra, extra_w) = watcher.check_and_watch_stat("/extra").await.unwrap();
+    assert!(extra.is_some());
     e.kill(down);
     let a = http(admin(asked), "POST", "/commands/restore", Some(SUPER), &snap.body).await;
     assert_eq!(a.status, 200, "{}", a.json());
     let restored_zxid = a.json()["last_zxid"].as_i64().expect("last_zxid");
+    let within = Duration::from_secs(10);
+    let ev = tokio::time::timeout(within, data_w.changed()).await.expect("/app's data watch fires");
+    assert_eq!((ev.event_type, ev.path.as_str()), (zk::EventType::NodeDataChanged, "/app"));
+    let ev = tokio::time::timeout(within, child_w.changed()).await.expect("/app's child watch fires");
+    assert_eq!((ev.event_type, ev.path.as_str()), (zk::EventType::NodeChildrenChanged, "/app"));
+    let ev = tokio::time::timeout(within, extra_w.changed()).await.expect("/extra's watch fires");
+    assert_eq!((ev.event_type, ev.path.as_str()), (zk::EventType::NodeDeleted, "/extra"));
+    assert_eq!(seen(&watcher, PATHS).await, before, "the session the snapshot holds goes on, on the restored tree");
+    drop(watcher);
     e.restart(down);
     for i in 0..3 {
         assert_eq!(serving(&e.addr(i), &before).await, before, "member {}: the snapshot's tree, Stat for Stat", i + 1);

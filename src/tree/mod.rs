@@ -7,6 +7,7 @@
 
 pub mod acl;
 mod apply;
+pub mod diff;
 mod names;
 mod node;
 pub mod path;

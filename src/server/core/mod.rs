@@ -357,6 +357,13 @@ impl Core {
             Log::Observer(o) => o.digest.apply(&mut self.tree, txn, &mut self.changes),
             _ => self.tree.apply(txn, &mut self.changes),
         };
+        self.fire_watches(txn.zxid);
+        outcome
+    }
+
+    /// Sends the watch events `self.changes` fire, as of a txn at `zxid`, to the watchers that
+    /// may read the node.
+    fn fire_watches(&mut self, zxid: Zxid) {
         self.fired.clear();
         self.watches.trigger(&self.changes, &mut self.fired);
         let fired = std::mem::take(&mut self.fired);
@@ -365,10 +372,9 @@ impl Core {
                 continue;
             }
             let ev = WatcherEvent { event_type: f.event as i32, state: STATE_SYNC_CONNECTED, path: f.path.clone() };
-            self.send(f.watcher, Outbound::Event(txn.zxid, ev));
+            self.send(f.watcher, Outbound::Event(zxid, ev));
         }
         self.fired = fired;
-        outcome
     }
 
     /// Queues a message for a connection. It leaves when the turn is committed: after the

@@ -11,12 +11,13 @@
 //! busy while the file is written: requests wait, as ZooKeeper holds them behind its
 //! `restoreLatch`.
 //!
-//! Every client connection is closed (queued replies first). ZooKeeper keeps the connections
-//! but its new session tracker knows only the snapshot's sessions, so the others are expired at
-//! their next request, and a kept session's watches are dropped without an event. zkr closes
-//! them all so that no client keeps watches that will never fire: a session the snapshot holds
-//! may re-attach (with a password ZooKeeper's way, as for any imported session) and re-send its
-//! watches, which fire for what changed; every other one is told it expired.
+//! A connection whose session the snapshot holds stays, and its watches fire for what the
+//! restore changed (`tree::diff`), as for any write; the connections of other sessions are
+//! closed (queued replies first), and their clients are told the session expired when they
+//! re-attach. ZooKeeper keeps every connection, expires the sessions its new session tracker
+//! lacks at their next request and drops the kept sessions' watches without an event, so a
+//! watcher there never learns of the change. On an ensemble the same install runs on every
+//! member when the restore's end record applies (`replicated::restore`).
 
 use super::*;
 use crate::storage::StorageError;
@@ -115,27 +116,41 @@ impl Core {
         Ok(zxid)
     }
 
-    /// Makes `tree` the live state: connections closed, sessions from the tree with a full
-    /// timeout from now, no watches, the log and the read views at its zxid.
+    /// Makes `tree` the live state at its zxid: sessions become the tree's, each with a full
+    /// timeout from now. A connection whose session the tree holds stays, with its watches, and
+    /// is told of what the restore changed as of any write; every other connection is closed
+    /// (its session is gone: the client is told it expired when it re-attaches). The log and
+    /// the read views move to the tree's zxid.
     pub(super) fn install_restored(&mut self, tree: DataTree) {
-        let conns: Vec<ConnId> = self.conns.keys().copied().collect();
-        for c in conns {
+        let gone: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| !c.session.is_some_and(|s| tree.sessions().contains_key(&s)))
+            .map(|(id, _)| *id)
+            .collect();
+        for c in gone {
             self.close_conn(c);
         }
+        let changes = match self.watches.count() {
+            0 => Vec::new(),
+            _ => crate::tree::diff::changes(&self.tree, &tree, self.watches.watched_paths().as_deref()),
+        };
         self.views.withdraw();
         let zxid = tree.last_zxid();
         let now = self.now_ms();
         self.expiry = ExpiryQueue::new(self.cfg.tick_time_ms as u64);
-        self.sessions.clear();
+        let mut before = std::mem::take(&mut self.sessions);
         for (id, info) in tree.sessions() {
             self.expiry.touch(*id, now, info.timeout_ms as u64);
-            self.sessions.insert(*id, Session { timeout_ms: info.timeout_ms, conn: None, ids: Vec::new() });
+            let (conn, ids) = before.remove(id).map_or((None, Vec::new()), |s| (s.conn, s.ids));
+            self.sessions.insert(*id, Session { timeout_ms: info.timeout_ms, conn, ids });
             if (*id as u64) >> 56 == self.cfg.server_id as u64 {
                 self.next_session = self.next_session.max(id + 1);
             }
         }
-        self.watches = WatchManager::default();
         self.tree = tree;
+        self.changes = changes;
+        self.fire_watches(zxid);
         if let Log::Standalone(s) = &mut self.log {
             s.since_snapshot = 0;
         }

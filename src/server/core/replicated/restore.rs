@@ -11,7 +11,9 @@
 //! ```
 //!
 //! A chunk lost with a leader change leaves the end record short of chunks: the restore is
-//! refused as a whole and may be sent again. The replaced tree keeps the ensemble's own
+//! refused as a whole and may be sent again. Watches fire for what the restore changed, and the
+//! connections of sessions the snapshot lacks close (`Core::install_restored`). The replaced
+//! tree keeps the ensemble's own
 //! `/zookeeper/config` (ZooKeeper's ZKDatabase writes the server's configuration there after
 //! it loads a snapshot) and its pending reconfig.
 
@@ -103,8 +105,8 @@ impl Core {
             "restored the tree from a snapshot (AdminServer restore, through the log)"
         );
         reply(Ok(at));
+        // (Proposals waiting here stay: the log orders them before or after this record.)
         self.install_restored(restored);
-        self.fail_all();
         if let Some(m) = self.log.replicated().map(|r| r.membership.clone()) {
             if self.tree.get("/zookeeper/config").is_some() {
                 self.write_config(at, time, &m);

@@ -115,6 +115,30 @@ fn answer(status: StatusCode, command: &str, error: Option<String>, extra: Map<S
     (status, [(header::CONTENT_TYPE, "application/json")], text).into_response()
 }
 
+/// What `SnapshotCommand` and `RestoreCommand` check first, in ZooKeeper 3.9.5's order:
+/// authentication (ALL on `/`), then switched on (`admin.<command>.enabled`, 503), then the
+/// rate limit (429). `command` is the canonical name, `name` the one asked for.
+async fn admitted(
+    s: &Backup,
+    command: &'static str,
+    name: &'static str,
+    on: bool,
+    limit: &RateLimiter,
+    headers: &HeaderMap,
+    peer: &Peer,
+) -> Result<(), Response> {
+    s.gate.check(name, ALL_ON_ROOT, headers, peer).await?;
+    if !on {
+        tracing::warn!(client = %peer.addr, "{command} command is disabled (admin.{command}.enabled)");
+        return Err(answer(DISABLED, command, None, Map::new()));
+    }
+    if !limit.allow() {
+        tracing::warn!(client = %peer.addr, "{command} request was rate limited (admin.rateLimiterIntervalInMS)");
+        return Err(answer(RATE_LIMITED, command, None, Map::new()));
+    }
+    Ok(())
+}
+
 /// `Boolean.parseBoolean` of the `streaming` parameter; absent means true.
 fn streaming(q: &HashMap<String, String>) -> bool {
     q.get("streaming").is_none_or(|v| v.eq_ignore_ascii_case("true"))
@@ -127,16 +151,9 @@ async fn snapshot(
     Query(q): Query<HashMap<String, String>>,
     name: &'static str,
 ) -> Response {
-    if let Err(refused) = s.gate.check(name, ALL_ON_ROOT, &headers, &peer).await {
+    let on = s.ops.cfg.admin_backup.snapshot;
+    if let Err(refused) = admitted(&s, "snapshot", name, on, &s.snapshots, &headers, &peer).await {
         return refused;
-    }
-    if !s.ops.cfg.admin_backup.snapshot {
-        tracing::warn!(client = %peer.addr, "Snapshot command is disabled (admin.snapshot.enabled)");
-        return answer(DISABLED, "snapshot", None, Map::new());
-    }
-    if !s.snapshots.allow() {
-        tracing::warn!(client = %peer.addr, "Snapshot request was rate limited (admin.rateLimiterIntervalInMS)");
-        return answer(RATE_LIMITED, "snapshot", None, Map::new());
     }
     match take(&s.ops).await {
         Err(why) => {
@@ -253,16 +270,9 @@ async fn restore(
     body: Bytes,
     name: &'static str,
 ) -> Response {
-    if let Err(refused) = s.gate.check(name, ALL_ON_ROOT, &headers, &peer).await {
+    let on = s.ops.cfg.admin_backup.restore;
+    if let Err(refused) = admitted(&s, "restore", name, on, &s.restores, &headers, &peer).await {
         return refused;
-    }
-    if !s.ops.cfg.admin_backup.restore {
-        tracing::warn!(client = %peer.addr, "Restore command is disabled (admin.restore.enabled)");
-        return answer(DISABLED, "restore", None, Map::new());
-    }
-    if !s.restores.allow() {
-        tracing::warn!(client = %peer.addr, "Restore request was rate limited (admin.rateLimiterIntervalInMS)");
-        return answer(RATE_LIMITED, "restore", None, Map::new());
     }
     match restore_body(&s.ops, body).await {
         Ok(zxid) => {

@@ -19,8 +19,13 @@
 //! watcher there never learns of the change. On an ensemble the same install runs on every
 //! member when the restore's end record applies (`replicated::restore`).
 
-use super::*;
+use super::{Core, Durable, Log};
+use crate::session::{ConnId, ExpiryQueue, Session};
+use crate::storage;
 use crate::storage::StorageError;
+use crate::tree::DataTree;
+use crate::txn::Zxid;
+use std::sync::atomic::Ordering;
 
 /// Why a restore was refused; the tree is then unchanged.
 #[derive(Debug, thiserror::Error)]

@@ -138,7 +138,9 @@ fn export_zookeeper(args: ExportArgs) -> i32 {
         }
     };
     let from_key = match (args.compression, &from_cfg.compression) {
-        (None, Some((c, from))) => Some(format!("{}: {c:?}, as {from} says", zkr::config::SNAPSHOT_COMPRESSION_KEY)),
+        (None, Some((c, from))) => {
+            Some(format!("{}={} from {from}", zkr::config::SNAPSHOT_COMPRESSION_KEY, c.method()))
+        }
         _ => None,
     };
     let flags = zkr::export::Flags {

@@ -27,6 +27,11 @@ impl Compression {
         }
     }
 
+    /// The `snapshot.compression.method` value that asks for this mode (empty: plain).
+    pub fn method(self) -> &'static str {
+        self.suffix().trim_start_matches('.')
+    }
+
     /// `snapshot.compression.method` / `-Dzookeeper.snapshot.compression.method`: `gz`, `snappy`
     /// or empty (plain), in any case, as `StreamMode.fromString` matches them; None for any other
     /// value, which ZooKeeper 3.8/3.9 silently take as plain (the caller decides).
@@ -133,5 +138,8 @@ mod tests {
         assert_eq!(Compression::from_method("Gz"), Some(Compression::Gzip));
         assert_eq!(Compression::from_method(""), Some(Compression::Plain));
         assert_eq!(Compression::from_method("lz4"), None);
+        for c in [Compression::Plain, Compression::Gzip, Compression::Snappy] {
+            assert_eq!(Compression::from_method(c.method()), Some(c));
+        }
     }
 }

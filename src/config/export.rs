@@ -11,8 +11,9 @@
 //! runs java with `$SERVER_JVMFLAGS $JVMFLAGS`), else plain.
 //!
 //! ZooKeeper 3.8/3.9 (`SnapStream.StreamMode.fromString`) match `gz`, `snappy` and the empty
-//! default in any case and take any other value as plain without a word; the export refuses it
-//! instead, with the file and line, since it writes once and a typo would pass unseen.
+//! default in any case and take any other value as plain, with no warning (only the INFO line
+//! `zookeeper.snapshot.compression.method = CHECKED`); the export refuses it instead, with the
+//! file and line, since it writes once and a typo would pass unseen.
 
 use super::zoo_cfg::read_file;
 use super::ConfigError;

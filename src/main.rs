@@ -94,17 +94,24 @@ enum Command {
 #[derive(clap::Args)]
 struct ExportArgs {
     /// The data directory of the stopped zkr server, standalone, observer or ensemble member (its
-    /// --data-dir / zoo.cfg dataDir).
+    /// --data-dir / zoo.cfg dataDir). Default: --config's dataDir.
     #[arg(long)]
-    data_dir: std::path::PathBuf,
+    data_dir: Option<std::path::PathBuf>,
     /// zkr's log directory, if it was not <data-dir>/wal (its --data-log-dir / dataLogDir).
+    /// Default: --config's dataLogDir.
     #[arg(long)]
     data_log_dir: Option<std::path::PathBuf>,
+    /// The server's zoo.cfg: dataDir and dataLogDir where the flags do not say, and ZooKeeper's
+    /// snapshot.compression.method (gz, snappy or empty; anything else is refused).
+    #[arg(long)]
+    config: Option<std::path::PathBuf>,
     /// The ZooKeeper dataDir to create (must be new or empty); the snapshot goes to version-2/.
     #[arg(long)]
     zk_data_dir: std::path::PathBuf,
     /// Compress the snapshot as ZooKeeper's snapshot.compression.method does: snapshot.<zxid>.gz
-    /// or .snappy (ZooKeeper 3.6+ reads either whatever its own setting). Default: plain.
+    /// or .snappy (ZooKeeper 3.6+ reads either whatever its own setting). Wins over the key (in
+    /// --config's zoo.cfg, else -Dzookeeper.snapshot.compression.method= in SERVER_JVMFLAGS or
+    /// JVMFLAGS). Default: plain.
     #[arg(long, value_enum)]
     compression: Option<SnapCompression>,
     /// Also write <zk-data-dir>/myid with this server id, for a participant of an ensemble.
@@ -119,16 +126,38 @@ enum SnapCompression {
     Snappy,
 }
 
-/// `zkr export-zookeeper`: exit 0 after an export, 1 if it refused or failed.
+/// `zkr export-zookeeper`: exit 0 after an export, 1 if it refused or failed, 2 if its flags or
+/// zoo.cfg cannot be used (nothing written).
 fn export_zookeeper(args: ExportArgs) -> i32 {
     use zkr::import::files::Compression;
-    let compression = args.compression.map(|c| match c {
-        SnapCompression::Plain => Compression::Plain,
-        SnapCompression::Gz => Compression::Gzip,
-        SnapCompression::Snappy => Compression::Snappy,
-    });
-    let opts = zkr::export::Options { data_log_dir: args.data_log_dir, compression, myid: args.myid };
-    match zkr::export::export(&args.data_dir, &args.zk_data_dir, &opts) {
+    let from_cfg = match zkr::config::export_config(args.config.as_deref(), &zkr::config::jvm_flags_from_env()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("zkr: export refused, nothing was written: {e}");
+            return 2;
+        }
+    };
+    let from_key = match (args.compression, &from_cfg.compression) {
+        (None, Some((c, from))) => {
+            Some(format!("{}={} from {from}", zkr::config::SNAPSHOT_COMPRESSION_KEY, c.method()))
+        }
+        _ => None,
+    };
+    let flags = zkr::export::Flags {
+        data_dir: args.data_dir,
+        data_log_dir: args.data_log_dir,
+        compression: args.compression.map(|c| match c {
+            SnapCompression::Plain => Compression::Plain,
+            SnapCompression::Gz => Compression::Gzip,
+            SnapCompression::Snappy => Compression::Snappy,
+        }),
+        myid: args.myid,
+    };
+    let Some((data_dir, opts)) = zkr::export::settings(flags, from_cfg) else {
+        eprintln!("zkr: export-zookeeper needs --data-dir, or --config with a zoo.cfg that names dataDir");
+        return 2;
+    };
+    match zkr::export::export(&data_dir, &args.zk_data_dir, &opts) {
         Ok(e) => {
             println!(
                 "exported zxid 0x{:x}: {} znodes, {} sessions into {}",
@@ -137,6 +166,9 @@ fn export_zookeeper(args: ExportArgs) -> i32 {
                 e.sessions,
                 e.snapshot.display()
             );
+            if let Some(line) = from_key {
+                println!("{line}");
+            }
             if let Some((applied, replayed)) = e.member {
                 let at = applied.map_or("none".to_owned(), |l| format!("term {} index {}", l.leader_id.term, l.index));
                 println!(

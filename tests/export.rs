@@ -1,13 +1,16 @@
 //! `zkr export-zookeeper`: a zkr data directory written by a real server (snapshot and log)
 //! is exported plain, gzip and snappy, and read back with the import's own reader
 //! (`import::snapfile`): the same tree, Stat values, ACLs, sessions and zxid. The export
-//! refuses a used target and a damaged zkr directory, writing nothing.
+//! refuses a used target and a damaged zkr directory, writing nothing. With a zoo.cfg
+//! (`--config`), ZooKeeper's `snapshot.compression.method` chooses the file written, the flag
+//! wins over it, an unknown method is refused, and `zkr serve` still starts with the key.
 //! tests/interop/import/run.sh (variants export, roundtrip) starts ZooKeeper 3.8 on the output.
 
 use crate::common::{self, cluster::client, cluster::persistent};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use zkr::export::{export, ExportError, Options};
+use zkr::config::{export_config, ExportConfig, ServeArgs};
+use zkr::export::{export, settings, ExportError, Flags, Options};
 use zkr::import::files::{Compression, ZkFile};
 use zkr::proto::Acl;
 use zkr::tree::{DataTree, NodeStat};
@@ -149,4 +152,110 @@ fn export_refuses_a_used_target_and_a_damaged_directory_and_writes_nothing() {
     assert!(matches!(e, ExportError::Read(_)), "{e}");
     assert!(e.to_string().contains(&snap.display().to_string()), "{e}");
     assert!(!fresh.exists() || std::fs::read_dir(&fresh).unwrap().count() == 0, "nothing written");
+}
+
+/// A small stopped zkr directory (one snapshot) for the command-line tests: its tree.
+fn snapshot_dir(data_dir: &Path) -> DataTree {
+    let mut tree = DataTree::new();
+    for (i, path) in ["/app", "/app/config", "/lease"].into_iter().enumerate() {
+        let zxid = 0x1_0000_0003 + i as i64;
+        let stat = NodeStat { czxid: zxid, mzxid: zxid, pzxid: zxid, ..NodeStat::default() };
+        let data = bytes::Bytes::from(format!("data of {path}"));
+        assert!(tree.restore_node(path, Some(data), &Acl::open_unsafe(), stat, 0));
+    }
+    tree.set_last_zxid(0x1_0000_0005);
+    zkr::storage::snapshot::write(&data_dir.join("snap"), &tree).unwrap();
+    tree
+}
+
+/// A zoo.cfg beside the test's data directory.
+fn zoo_cfg(data_dir: &Path, text: &str) -> PathBuf {
+    let path = data_dir.with_extension("cfg");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// `zkr serve` (in-process) on `zoo_cfg` with a fresh data directory: it starts and serves a write.
+async fn serve_starts_with(zoo_cfg: &Path) {
+    let args = ServeArgs {
+        config: Some(zoo_cfg.to_owned()),
+        port: Some(0),
+        bind: Some("127.0.0.1".parse().unwrap()),
+        data_dir: Some(common::temp_dir()),
+        admin_enable: Some(false),
+        ..ServeArgs::default()
+    };
+    let cfg = zkr::config::Config::from_args(&args).expect("serve takes the zoo.cfg");
+    let (server, addr) = common::start_with(cfg).await;
+    client(&addr).await.create("/served", b"", &persistent()).await.unwrap();
+    server.shutdown().await;
+}
+
+/// `snapshot.compression.method` in the zoo.cfg given with `--config` chooses the file ZooKeeper
+/// reads (`snapshot.<zxid>.snappy`), the file's dataDir is the zkr directory read, and
+/// `--compression` wins over the key; `zkr serve` with the key still starts (it ignores it: its
+/// snapshots are zkr's own). In-process, as `zkr export-zookeeper` resolves its flags (main.rs):
+/// a child process here would inherit other tests' data directory locks while it starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn export_honours_snapshot_compression_method_in_zoo_cfg() {
+    let cfg = common::test_config();
+    let want = snapshot_dir(&cfg.data_dir);
+    let text = format!("tickTime=2000\ndataDir={}\nsnapshot.compression.method=snappy\n", cfg.data_dir.display());
+    let zoo_cfg = zoo_cfg(&cfg.data_dir, &text);
+    // A -D in the JVM flags loses to the file's key, as in ZooKeeper.
+    let jvm = [("SERVER_JVMFLAGS", "-Dzookeeper.snapshot.compression.method=gz".to_owned())];
+    let from_cfg = export_config(Some(&zoo_cfg), &jvm).unwrap();
+    assert_eq!(from_cfg.compression, Some((Compression::Snappy, format!("{}:3", zoo_cfg.display()))));
+
+    let (data_dir, opts) = settings(Flags::default(), from_cfg.clone()).expect("dataDir from the file");
+    assert_eq!(data_dir, cfg.data_dir);
+    let out = target(&cfg.data_dir, "snappy");
+    let done = export(&data_dir, &out, &opts).expect("export");
+    let file = snapshot_of(&out);
+    assert_eq!(file.path.file_name().unwrap().to_str().unwrap(), "snapshot.100000005.snappy");
+    assert_eq!(file.path, done.snapshot);
+    assert_eq!((file.compression, file.zxid), (Compression::Snappy, want.last_zxid()));
+    assert!(zkr::import::snapfile::looks_valid(&file).unwrap(), "ZooKeeper's quick check of a snappy stream");
+    let got = zkr::import::snapfile::read(&file).expect("the import reader reads the export");
+    assert_eq!(nodes(&got), nodes(&want), "every node's data, ACL and Stat");
+
+    // The flag wins over the key.
+    let gz = target(&cfg.data_dir, "gz");
+    let flags = Flags { compression: Some(Compression::Gzip), ..Flags::default() };
+    let (data_dir, opts) = settings(flags, from_cfg).unwrap();
+    export(&data_dir, &gz, &opts).expect("export");
+    assert_eq!(snapshot_of(&gz).path.file_name().unwrap().to_str().unwrap(), "snapshot.100000005.gz");
+    // No data directory anywhere: nothing to export.
+    assert!(settings(Flags::default(), ExportConfig::default()).is_none());
+
+    serve_starts_with(&zoo_cfg).await;
+    for d in [out, gz] {
+        let _ = std::fs::remove_dir_all(&d);
+    }
+    let _ = std::fs::remove_file(&zoo_cfg);
+}
+
+/// A method ZooKeeper does not know (it would write plain snapshots without a word) is refused
+/// with the file, the line and the reason, before anything is read or written; so is one in
+/// SERVER_JVMFLAGS. `zkr serve` still starts with it, as ZooKeeper does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn export_refuses_an_unknown_snapshot_compression_method() {
+    let cfg = common::test_config();
+    snapshot_dir(&cfg.data_dir);
+    let text = format!("dataDir={}\n# a typo next\nsnapshot.compression.method=snapy\n", cfg.data_dir.display());
+    let zoo_cfg = zoo_cfg(&cfg.data_dir, &text);
+    let e = export_config(Some(&zoo_cfg), &[]).unwrap_err().to_string();
+    let want = format!(
+        "{}:3: snapshot.compression.method must be gz, snappy or empty (plain), found \"snapy\"",
+        zoo_cfg.display()
+    );
+    assert!(e.starts_with(&want), "{e}");
+
+    // The system property in SERVER_JVMFLAGS, when no zoo.cfg sets the key.
+    let jvm = [("SERVER_JVMFLAGS", "-Xmx1g -Dzookeeper.snapshot.compression.method=lz4".to_owned())];
+    let e = export_config(None, &jvm).unwrap_err().to_string();
+    assert!(e.contains("SERVER_JVMFLAGS: snapshot.compression.method must be gz, snappy"), "{e}");
+
+    serve_starts_with(&zoo_cfg).await;
+    let _ = std::fs::remove_file(&zoo_cfg);
 }

@@ -126,7 +126,9 @@ impl Config {
         self.x509_super_user = k.string("X509AuthenticationProvider.superUser");
         self.sasl_super_user = k.string("superUser");
         for (key, (_, line)) in f.keys.iter() {
-            if !USED.contains(&key.as_str()) && !key.starts_with("server.") {
+            if key == super::SNAPSHOT_COMPRESSION_KEY {
+                tracing::info!(file = %f.name, line, key = %key, "zoo.cfg key not used by zkr serve (its snapshots are zkr's own format); zkr export-zookeeper --config honours it");
+            } else if !USED.contains(&key.as_str()) && !key.starts_with("server.") {
                 tracing::info!(file = %f.name, line, key = %key, "zoo.cfg key not used by zkr, ignored");
             }
         }

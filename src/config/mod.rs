@@ -2,11 +2,15 @@
 //!
 //! Flags win over the file, the file wins over defaults. A malformed line stops startup with
 //! the file, the line number and the reason; unknown keys are logged once and ignored.
+//! `export` reads the few keys `zkr export-zookeeper` takes from a zoo.cfg (the directories and
+//! `snapshot.compression.method`), apart from the server's `Config`.
 
+mod export;
 mod merge;
 mod tls;
 mod zoo_cfg;
 
+pub use export::{export_config, jvm_flags_from_env, ExportConfig, SNAPSHOT_COMPRESSION_KEY};
 pub use tls::{
     AdminTlsSettings, ClientAuth, Origin, QuorumTlsSettings, StorePassword, StoreSettings, StoreType, TlsSettings,
     TlsStores,

@@ -11,13 +11,15 @@
 //! <zk-data-dir>/myid                                         with --myid only
 //! ```
 //! No transaction log is written: ZooKeeper starts from the snapshot alone and logs after it.
-//! Reads zkr's files and never changes them; writes only into an empty (or new) target.
+//! Reads zkr's files and never changes them; writes only into an empty (or new) target. The
+//! command's flags win over the zoo.cfg keys it reads (`settings`, `config::export_config`:
+//! dataDir, dataLogDir, ZooKeeper's `snapshot.compression.method`).
 //! The reverse of `import`, whose `snapfile` reads what `snapwrite` writes.
 
 pub mod member;
 pub mod snapwrite;
 
-use crate::config::Config;
+use crate::config::{Config, ExportConfig};
 use crate::import::files::Compression;
 use crate::storage::{Layout, StorageError};
 use crate::txn::Zxid;
@@ -51,6 +53,28 @@ pub struct Options {
     pub compression: Option<Compression>,
     /// Writes `<zk-data-dir>/myid`, so that the directory can start a participant.
     pub myid: Option<u64>,
+}
+
+/// The command's flags, before the zoo.cfg's keys fill what they leave open.
+#[derive(Debug, Clone, Default)]
+pub struct Flags {
+    pub data_dir: Option<PathBuf>,
+    pub data_log_dir: Option<PathBuf>,
+    pub compression: Option<Compression>,
+    pub myid: Option<u64>,
+}
+
+/// The zkr data directory and the options an export runs with: each flag over its key in
+/// `--config`'s zoo.cfg (`config::export_config`, which already put the key over the JVM
+/// flags). None when neither a flag nor the file names the data directory.
+pub fn settings(flags: Flags, from_cfg: ExportConfig) -> Option<(PathBuf, Options)> {
+    let data_dir = flags.data_dir.or(from_cfg.data_dir)?;
+    let opts = Options {
+        data_log_dir: flags.data_log_dir.or(from_cfg.data_log_dir),
+        compression: flags.compression.or(from_cfg.compression.map(|(c, _)| c)),
+        myid: flags.myid,
+    };
+    Some((data_dir, opts))
 }
 
 /// Summary of an export, for the command's output.

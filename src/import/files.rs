@@ -27,13 +27,20 @@ impl Compression {
         }
     }
 
-    /// `snapshot.compression.method` / `-Dzookeeper.snapshot.compression.method`: `gz`, `snappy`,
-    /// and anything else (the empty default) plain, as `StreamMode.fromString` falls back.
-    pub fn from_method(method: &str) -> Compression {
+    /// The `snapshot.compression.method` value that asks for this mode (empty: plain).
+    pub fn method(self) -> &'static str {
+        self.suffix().trim_start_matches('.')
+    }
+
+    /// `snapshot.compression.method` / `-Dzookeeper.snapshot.compression.method`: `gz`, `snappy`
+    /// or empty (plain), in any case, as `StreamMode.fromString` matches them; None for any other
+    /// value, which ZooKeeper 3.8/3.9 silently take as plain (the caller decides).
+    pub fn from_method(method: &str) -> Option<Compression> {
         match method.to_ascii_lowercase().as_str() {
-            "gz" => Compression::Gzip,
-            "snappy" => Compression::Snappy,
-            _ => Compression::Plain,
+            "" => Some(Compression::Plain),
+            "gz" => Some(Compression::Gzip),
+            "snappy" => Some(Compression::Snappy),
+            _ => None,
         }
     }
 }
@@ -127,7 +134,12 @@ mod tests {
         assert_eq!(parse_name("log.1", "log", false), Some((1, Compression::Plain)));
         assert_eq!(parse_name("log.1.gz", "log", false), None);
         assert_eq!(parse_name("logs.1", "log", false), None);
-        assert_eq!(Compression::from_method("SNAPPY"), Compression::Snappy);
-        assert_eq!(Compression::from_method(""), Compression::Plain);
+        assert_eq!(Compression::from_method("SNAPPY"), Some(Compression::Snappy));
+        assert_eq!(Compression::from_method("Gz"), Some(Compression::Gzip));
+        assert_eq!(Compression::from_method(""), Some(Compression::Plain));
+        assert_eq!(Compression::from_method("lz4"), None);
+        for c in [Compression::Plain, Compression::Gzip, Compression::Snappy] {
+            assert_eq!(Compression::from_method(c.method()), Some(c));
+        }
     }
 }

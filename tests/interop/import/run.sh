@@ -22,7 +22,9 @@
 # re-attach to ZooKeeper with ZooKeeper's passwords. The wayback variant is the way back from an
 # ensemble: three zkr members with zkr.zookeeperPasswords=true serve the workload and stop, each
 # member's directory is exported, ZooKeeper 3.8 starts as a 3-member ensemble on the same ports,
-# serves the tree zkr served, and takes the zkr-born sessions' re-attach.
+# serves the tree zkr served, and takes the zkr-born sessions' re-attach; ZooKeeper 3.9.5 then does
+# the same standalone (a snappy export) and as a 3-member ensemble (exports made with --config and
+# the members' snapshot.compression.method=gz).
 # The adminsnap variant streams a snapshot
 # from zkr's AdminServer (`/commands/snapshot`) and starts ZooKeeper 3.8 on it. The adminsnap39
 # variant puts the backup commands side by side with ZooKeeper 3.9.5's: each server's stream is

@@ -1,5 +1,5 @@
-//! `zkr export-zookeeper` from an ensemble member's data directory: three members with
-//! `zkr.zookeeperPasswords=true` take writes (enough for Raft snapshots and log entries after
+//! `zkr export-zookeeper` from an ensemble member's data directory: three members and a Raft
+//! observer with `zkr.zookeeperPasswords=true` take writes (enough for Raft snapshots and log entries after
 //! them), the tree is read through a client from the live ensemble, the ensemble stops, and the
 //! export of every member's directory holds the same znodes with the same data and Stat, the
 //! zxid the members served, the open session with ZooKeeper's password (re-attachable), and
@@ -77,10 +77,12 @@ fn zxid_of(srvr: &str) -> i64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn export_of_each_members_directory_is_the_tree_the_ensemble_served() {
-    let mut cfgs = crate::common::cluster::ensemble_configs(3);
+    // Members 1-3 vote; member 4 is a Raft observer (its directory has the same layout).
+    let mut cfgs = crate::common::cluster::ensemble_configs(4);
     for c in &mut cfgs {
         c.zookeeper_passwords = true;
         c.snap_count = 40;
+        c.ensemble.as_mut().unwrap().members.get_mut(&4).unwrap().observer = true;
     }
     let cl = Cluster::start_with(cfgs).await;
     let leader = cl.leader().await;
@@ -103,7 +105,7 @@ async fn export_of_each_members_directory_is_the_tree_the_ensemble_served() {
     let holder_id = holder.session_id().0;
     c.set_data("/app", b"last", None).await.unwrap();
     // Every member applies everything and hears the commit point (a heartbeat or two).
-    for i in 0..3 {
+    for i in 0..4 {
         let m = client(&cl.addr(i)).await;
         m.sync("/").await.unwrap();
     }
@@ -132,7 +134,7 @@ async fn export_of_each_members_directory_is_the_tree_the_ensemble_served() {
         let _ = std::fs::remove_dir_all(&out);
         let done = export(&cfg.data_dir, &out, &Options { myid: Some(i as u64 + 1), ..Default::default() })
             .unwrap_or_else(|e| panic!("member {}: {e}", i + 1));
-        assert!(done.member.is_some(), "read as a member's directory");
+        assert!(done.member.is_some(), "member {}: read as a member's directory", i + 1);
         replayed += done.member.map_or(0, |(_, n)| n);
         assert_eq!(done.zxid, zxids[0], "member {}: the zxid the ensemble served", i + 1);
         let files = zkr::import::files::snapshots(&out).unwrap();
@@ -156,7 +158,7 @@ async fn export_of_each_members_directory_is_the_tree_the_ensemble_served() {
 
 async fn futures_zxids(cl: &Cluster) -> Vec<i64> {
     let mut out = Vec::new();
-    for i in 0..3 {
+    for i in 0..4 {
         out.push(zxid_of(&four_letter(&cl.addr(i), "srvr").await));
     }
     out

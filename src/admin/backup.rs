@@ -7,9 +7,9 @@
 //! (`admin.rateLimiterIntervalInMS`, 429), then the work (500 when it fails).
 //!
 //! The snapshot is a copy of the tree at one zxid taken in one core turn
-//! (`DataTree::snapshot_view`, nodes shared, not copied) and encoded off the core twice: once
-//! to count its bytes for the `snapshot_size` header, once into the response. Writes go on
-//! meanwhile. The restore body is read whole (at most `MAX_RESTORE_BYTES`), parsed off the core
+//! (`DataTree::snapshot_view`, nodes shared, not copied), measured for the `snapshot_size`
+//! header from its paths' and data's lengths (`snapwrite::encoded_len_with_zxid`) and encoded
+//! once into the response, both off the core at a lower CPU priority. Writes go on meanwhile. The restore body is read whole (at most `MAX_RESTORE_BYTES`), parsed off the core
 //! (`import::snapfile::read_stream`: any damage refuses it whole), and only a tree that read
 //! whole goes to the core (`server::core::restore`).
 
@@ -195,7 +195,8 @@ async fn take(ops: &Ops) -> Result<(Arc<DataTree>, u64), String> {
     }
     let tree = Arc::new(tree);
     let counted = tree.clone();
-    let size = background("zkr-snap-size", move || snapwrite::encode_with_zxid(&counted, Counter(0)).map(|c| c.0))
+    // The size from the paths' and data's lengths: the tree is encoded once, as it streams.
+    let size = background("zkr-snap-size", move || snapwrite::encoded_len_with_zxid(&counted))
         .map_err(|e| e.to_string())?
         .await
         .map_err(|e| e.to_string())?
@@ -225,20 +226,6 @@ fn background<T: Send + 'static>(
         let _ = tx.send(f());
     })?;
     Ok(rx)
-}
-
-/// Counts the bytes written to it.
-struct Counter(u64);
-
-impl Write for Counter {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0 += buf.len() as u64;
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
 }
 
 /// Hands what is written to it to the response in chunks; fails once the client is gone.

@@ -112,6 +112,20 @@ fn seal<W: Write>(w: &mut CheckedWriter<W>) -> io::Result<()> {
 
 /// Header, sessions, ACL cache and nodes up to the closing "/".
 fn body<W: Write>(tree: &DataTree, w: &mut CheckedWriter<W>) -> io::Result<()> {
+    let acls = acl_cache(tree);
+    head(tree, w, &acls)?;
+    let mut result = Ok(());
+    tree.visit(|path, node| {
+        if result.is_ok() {
+            result = node_record(w, path, node, &acls);
+        }
+    });
+    result?;
+    string(w, "/")
+}
+
+/// Header, sessions and ACL cache: what comes before the nodes.
+fn head<W: Write>(tree: &DataTree, w: &mut W, acls: &HashMap<Arc<[Acl]>, i64>) -> io::Result<()> {
     int(w, SNAP_MAGIC)?;
     int(w, SNAP_VERSION)?;
     long(w, DBID)?;
@@ -121,7 +135,6 @@ fn body<W: Write>(tree: &DataTree, w: &mut CheckedWriter<W>) -> io::Result<()> {
         long(w, *id)?;
         int(w, info.timeout_ms)?;
     }
-    let acls = acl_cache(tree);
     int(w, count(acls.len())?)?;
     let mut by_index: Vec<(&Arc<[Acl]>, i64)> = acls.iter().map(|(a, i)| (a, *i)).collect();
     by_index.sort_by_key(|(_, i)| *i);
@@ -129,14 +142,41 @@ fn body<W: Write>(tree: &DataTree, w: &mut CheckedWriter<W>) -> io::Result<()> {
         long(w, index)?;
         acl_vector(w, acl)?;
     }
-    let mut result = Ok(());
-    tree.visit(|path, node| {
-        if result.is_ok() {
-            result = node_record(w, path, node, &acls);
-        }
+    Ok(())
+}
+
+/// The byte length of what `encode_with_zxid` writes for `tree`, without encoding the nodes:
+/// each node's record is its path's length plus its data's plus a fixed part, so the AdminServer
+/// can send `snapshot_size` before the body and encode the tree once.
+pub fn encoded_len_with_zxid(tree: &DataTree) -> io::Result<u64> {
+    /// A jute length, the ACL index, StatPersisted (four longs, three ints, two longs).
+    const NODE_FIXED: u64 = 4 + 4 + 8 + 4 * 8 + 3 * 4 + 2 * 8;
+    /// A sealed stream's "/" after the nodes, and the seal (Adler-32 long and "/").
+    const END: u64 = 5 + 8 + 5;
+    /// 3.9's trailers: the empty digest (long, int, long) and the last zxid, each sealed.
+    const TRAILERS: u64 = (8 + 4 + 8) + 13 + 8 + 13;
+    let acls = acl_cache(tree);
+    let mut counter = Counter(0);
+    head(tree, &mut counter, &acls)?;
+    let mut nodes = 0u64;
+    tree.visit_path_lengths(|path, node| {
+        nodes += NODE_FIXED + path + node.data.as_ref().map_or(0, |d| d.len() as u64);
     });
-    result?;
-    string(w, "/")
+    Ok(counter.0 + nodes + END + TRAILERS)
+}
+
+/// Counts the bytes written to it.
+struct Counter(u64);
+
+impl Write for Counter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0 += buf.len() as u64;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Every distinct ACL list of the tree, numbered from 1 as `ReferenceCountedACLCache.convertAcls`
@@ -207,4 +247,50 @@ fn buffer<W: Write>(w: &mut W, b: Option<&[u8]>) -> io::Result<()> {
 
 fn string<W: Write>(w: &mut W, s: &str) -> io::Result<()> {
     buffer(w, Some(s.as_bytes()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::Id;
+    use crate::txn::{Txn, TxnOp};
+    use bytes::Bytes;
+
+    /// The length sent as `snapshot_size` is the length of the stream, byte for byte, whatever
+    /// the names (multi-byte UTF-8, long Dubbo URLs with `%` pieces), the data (null, empty,
+    /// large), the ACLs and the sessions.
+    #[test]
+    fn the_length_counted_without_encoding_is_the_streams() {
+        let mut t = DataTree::new();
+        let mut changes = Vec::new();
+        let open: Arc<[Acl]> = Arc::from(Acl::open_unsafe());
+        let digest: Arc<[Acl]> = Arc::from(vec![Acl { perms: 31, id: Id::new("digest", "u:hash=") }]);
+        let mut zxid = 0;
+        let mut run = |t: &mut DataTree, op: TxnOp| {
+            zxid += 1;
+            t.apply(&Txn { zxid, time: zxid * 1000, session: 0, op }, &mut changes);
+        };
+        let create = |path: String, data: Option<Bytes>, acl: &Arc<[Acl]>| TxnOp::Create {
+            path,
+            data,
+            acl: acl.clone(),
+            ephemeral_owner: 0,
+            parent_cversion: 0,
+        };
+        run(&mut t, create("/dubbo".into(), None, &open));
+        run(&mut t, create("/dubbo/\u{e9}t\u{e9}-\u{4e2d}\u{6587}".into(), Some(Bytes::new()), &digest));
+        for i in 0..50 {
+            let url = format!("/dubbo/dubbo%3A%2F%2F10.0.0.{i}%3A20880%2Fcom.example.Service%3Fversion%3D1.{i}");
+            run(&mut t, create(url, Some(Bytes::from(vec![b'x'; i * 37])), if i % 2 == 0 { &open } else { &digest }));
+        }
+        run(&mut t, create("/big".into(), Some(Bytes::from(vec![0u8; 1 << 20])), &open));
+        for id in [0x1000_0000_0000_0001, 0x2000_0000_0000_0002] {
+            let info = crate::tree::SessionInfo { timeout_ms: 30_000, zk_password: true, password: None, owner: None };
+            t.restore_session(id, info);
+        }
+        for t in [DataTree::new(), t] {
+            let written = encode_with_zxid(&t, Counter(0)).unwrap().0;
+            assert_eq!(encoded_len_with_zxid(&t).unwrap(), written);
+        }
+    }
 }

@@ -505,6 +505,18 @@ impl DataTree {
         }
     }
 
+    /// Visits every node with the byte length of its path (the root's is 0, as ZooKeeper
+    /// writes it ""): what `visit` would pass, without building the paths.
+    pub fn visit_path_lengths(&self, mut f: impl FnMut(u64, &Znode)) {
+        let mut stack: Vec<(NodeId, u64)> = vec![(ROOT, 0)];
+        while let Some((id, parent_len)) = stack.pop() {
+            let Some(n) = self.nodes.get(id) else { continue };
+            let len = if id == ROOT { 0 } else { parent_len + 1 + self.nodes.names.utf8_len(&n.name) };
+            f(len, n);
+            stack.extend(n.child_ids().map(|c| (c, len)));
+        }
+    }
+
     /// The node at an exact path; "" is the root as in ZooKeeper's node map, and any path
     /// with an empty component or a trailing slash is simply absent.
     pub fn lookup(&self, path: &str) -> Option<NodeId> {

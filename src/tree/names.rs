@@ -246,6 +246,14 @@ impl NameDict {
         s
     }
 
+    /// Length of the original name in bytes, as `decode_into` appends it (the pieces of an
+    /// interned name are UTF-8, so no replacement character changes it).
+    pub fn utf8_len(&self, enc: &[u8]) -> u64 {
+        let mut n = 0u64;
+        self.for_each_piece(enc, |p| n += String::from_utf8_lossy(p).len() as u64);
+        n
+    }
+
     /// Length of the original name in UTF-16 units (Java's `String.length()`).
     pub fn utf16_len(&self, enc: &[u8]) -> u64 {
         let mut n = 0u64;

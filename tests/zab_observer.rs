@@ -906,13 +906,39 @@ async fn observe_a_live_ensemble(launch: Launch) {
     assert!(snapshots >= 1, "a snapshot of the observed tree");
 
     // zkr restarted on the same data directory syncs again and serves the same tree.
+    let data_dir = cfg.data_dir.clone();
     let (server, _) = common::start_with(cfg).await;
     until_async("srvr says Mode: observer after the restart", 30, || async move {
         srvr_mode(port).await.as_deref() == Some("observer")
     })
     .await;
-    assert_eq!(served_tree(port).await, served_tree(zk.client[new_leader]).await, "the same tree after zkr's restart");
+    let served = served_tree(port).await;
+    assert_eq!(served, served_tree(zk.client[new_leader]).await, "the same tree after zkr's restart");
     server.shutdown().await;
+
+    // The way back from an observer's directory (issue 39 item 2): `zkr export-zookeeper` writes
+    // what it served, every field (its snapshots are read as a standalone server's).
+    let out = data_dir.with_extension("zk");
+    zkr::export::export(&data_dir, &out, &zkr::export::Options::default()).expect("the observer's directory exports");
+    let files = zkr::import::files::snapshots(&out).expect("the export's snapshot");
+    let got = zkr::import::snapfile::read(&files[0]).expect("ZooKeeper's format reads back");
+    let fields = |t: &[(String, Option<bytes::Bytes>, zkr::proto::Stat)]| -> Vec<_> {
+        let mut v: Vec<_> = t
+            .iter()
+            .map(|(p, d, s)| {
+                (p.clone(), d.clone(), [s.czxid, s.mzxid, s.pzxid, s.ephemeral_owner], s.version, s.aversion)
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let mut exported = Vec::new();
+    got.visit(|p, n| {
+        if p != "/zookeeper/config" {
+            exported.push((p.to_owned(), n.data.clone().filter(|d| !d.is_empty()), n.wire_stat()));
+        }
+    });
+    assert_eq!(fields(&exported), fields(&served), "the export holds the tree the observer served");
 }
 
 pub(crate) async fn until_async<F: Fn() -> Fut, Fut: std::future::Future<Output = bool>>(what: &str, secs: u64, f: F) {

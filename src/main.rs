@@ -324,6 +324,13 @@ fn main() -> anyhow::Result<()> {
         Command::ImportZookeeper(args) => std::process::exit(import_zookeeper(args)),
         Command::ExportZookeeper(args) => std::process::exit(export_zookeeper(args)),
         Command::Serve(args) => {
+            // The krb5.conf a Kerberized ZooKeeper is given (-Djava.security.krb5.conf) is the one
+            // MIT Kerberos reads, unless KRB5_CONFIG says otherwise. Set before any thread starts.
+            if std::env::var_os("KRB5_CONFIG").is_none() {
+                if let Some(path) = zkr::config::jvm_property("java.security.krb5.conf") {
+                    std::env::set_var("KRB5_CONFIG", path);
+                }
+            }
             let cfg = match Config::from_args(&args) {
                 Ok(c) => c,
                 Err(e) => {

@@ -85,8 +85,10 @@ impl Config {
             None => FromFile::default(),
         };
         c.apply_flags(args, from_file)?;
+        c.read_jaas(args, file)?;
         c.check()?;
         c.read_only_enabled = read_only_enabled(args, file);
+        c.enforce_auth = enforce_auth(file)?;
         c.resolve_ensemble(args, file)?;
         Ok(c)
     }
@@ -276,19 +278,6 @@ impl Config {
         if let Some(v) = &args.sasl_super_user {
             self.sasl_super_user = Some(v.clone());
         }
-        if let Some(p) = &args.jaas_config {
-            let sections = crate::security::jaas::load_sections(p).map_err(|e| ConfigError::Invalid(e.to_string()))?;
-            let name = p.display().to_string();
-            // A file with only the quorum sections serves an observer's login; otherwise the
-            // client port's accounts are what it is for.
-            let quorum_only = !sections.contains_key(crate::security::jaas::SERVER_SECTION)
-                && sections.keys().any(|s| s.starts_with("Quorum"));
-            if !quorum_only {
-                let users = crate::security::jaas::server_users(&sections, &name)
-                    .map_err(|e| ConfigError::Invalid(e.to_string()))?;
-                self.sasl_users = Some(crate::security::jaas::Users(users));
-            }
-        }
         Ok(())
     }
 
@@ -458,6 +447,98 @@ pub(super) fn admin_backup_from_jvm_flags(backup: &mut crate::config::AdminBacku
     }
 }
 
+/// A ZooKeeper system property as a deployment sets it: its zoo.cfg form (ZooKeeper makes each
+/// key it does not know the property `zookeeper.<key>`) wins over `-Dzookeeper.<key>=` in the
+/// JVM flags.
+fn zk_property(file: Option<&ZooCfg>, key: &str) -> Option<String> {
+    match file.and_then(|f| f.keys.get(key)) {
+        Some((v, _)) => Some(v.clone()),
+        None => jvm_property(&format!("zookeeper.{key}")),
+    }
+}
+
+/// Boolean.parseBoolean of a ZooKeeper system property: "true" in any case.
+fn zk_bool(file: Option<&ZooCfg>, key: &str) -> bool {
+    zk_property(file, key).is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+}
+
+impl Config {
+    /// The client port's SASL login from the JAAS file (`--jaas-config`): the section
+    /// `zookeeper.sasl.serverconfig` names (default `Server`) logs in with Kerberos (clients
+    /// then use GSSAPI) or holds DIGEST-MD5 accounts.
+    fn read_jaas(&mut self, args: &ServeArgs, file: Option<&ZooCfg>) -> Result<(), ConfigError> {
+        if self.sasl_super_user.is_none() {
+            self.sasl_super_user = zk_property(file, "superUser");
+        }
+        let Some(p) = &args.jaas_config else { return Ok(()) };
+        let sections = crate::security::jaas::load_sections(p).map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        let name = p.display().to_string();
+        let server =
+            zk_property(file, "sasl.serverconfig").unwrap_or_else(|| crate::security::jaas::SERVER_SECTION.to_owned());
+        let invalid = |e: crate::security::jaas::JaasError| ConfigError::Invalid(e.to_string());
+        // A file with only the quorum sections serves an observer's login; otherwise the
+        // client port's accounts are what it is for.
+        let quorum_only = !sections.contains_key(&server) && sections.keys().any(|s| s.starts_with("Quorum"));
+        if let Some((principal, keytab)) =
+            crate::security::jaas::kerberos_login(&sections, &server, &name).map_err(invalid)?
+        {
+            self.sasl_kerberos = Some(crate::security::gssapi::KerberosSettings {
+                principal,
+                keytab: keytab.into(),
+                auth_to_local: zk_property(file, "security.auth_to_local").unwrap_or_else(|| "DEFAULT".into()),
+                remove_host: zk_bool(file, "kerberos.removeHostFromPrincipal"),
+                remove_realm: zk_bool(file, "kerberos.removeRealmFromPrincipal"),
+            });
+        } else if !quorum_only {
+            let users = crate::security::jaas::users_of(&sections, &server, &name).map_err(invalid)?;
+            self.sasl_users = Some(crate::security::jaas::Users(users));
+        }
+        Ok(())
+    }
+}
+
+/// ZooKeeper's `AuthenticationHelper` (3.7+): `sessionRequireClientSASLAuth=true` means
+/// `enforce.auth.enabled` with scheme `sasl`; otherwise `enforce.auth.enabled` needs
+/// `enforce.auth.scheme` naming a scheme the server authenticates. Each is a zoo.cfg key (which
+/// ZooKeeper makes the system property `zookeeper.<key>`) or that property in the JVM flags.
+fn enforce_auth(file: Option<&ZooCfg>) -> Result<Option<super::EnforceAuth>, ConfigError> {
+    let keys = file.map(|f| Keys { name: &f.name, keys: &f.keys });
+    let prop = |key: &str| zk_property(file, key);
+    let on = |key: &str| zk_bool(file, key);
+    let bad = |key: &str, reason: String| match keys.as_ref().filter(|k| k.get(key).is_some()) {
+        Some(k) => k.bad(key, reason),
+        None => ConfigError::Invalid(reason),
+    };
+    if on("sessionRequireClientSASLAuth") {
+        return Ok(Some(super::EnforceAuth { schemes: vec!["sasl".into()] }));
+    }
+    if !on("enforce.auth.enabled") {
+        return Ok(None);
+    }
+    // 3.8 reads a comma-separated `enforce.auth.schemes`; later versions one `enforce.auth.scheme`.
+    let Some(scheme) = prop("enforce.auth.schemes").or_else(|| prop("enforce.auth.scheme")) else {
+        return Err(bad(
+            "enforce.auth.enabled",
+            "zookeeper.enforce.auth.enabled is true, so zookeeper.enforce.auth.scheme must be configured (as in ZooKeeper)".into(),
+        ));
+    };
+    let schemes: Vec<String> = scheme.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect();
+    if let Some(s) = schemes.iter().find(|s| !["sasl", "digest", "ip", "x509"].contains(&s.as_str())) {
+        return Err(bad("enforce.auth.schemes", format!("authentication scheme {s} is not available")));
+    }
+    Ok(Some(super::EnforceAuth { schemes }))
+}
+
+/// A Java system property as a ZooKeeper deployment passes it: `-Dname=value` in SERVER_JVMFLAGS,
+/// then JVMFLAGS (zkServer.sh runs java with both).
+pub fn jvm_property(name: &str) -> Option<String> {
+    let prefix = format!("-D{name}=");
+    ["SERVER_JVMFLAGS", "JVMFLAGS"].iter().find_map(|v| {
+        let flags = std::env::var(v).ok()?;
+        flags.split_whitespace().find_map(|a| a.strip_prefix(prefix.as_str()).map(str::to_owned))
+    })
+}
+
 /// The JAAS file a JVM would be given: `-Djava.security.auth.login.config=` in SERVER_JVMFLAGS
 /// or JVMFLAGS (how ZooKeeper deployments pass it).
 fn jaas_from_jvm_flags() -> Option<PathBuf> {
@@ -619,6 +700,14 @@ pub(super) const USED: &[&str] = &[
     "DigestAuthenticationProvider.superDigest",
     "superUser",
     "enforceQuota",
+    "enforce.auth.enabled",
+    "enforce.auth.scheme",
+    "enforce.auth.schemes",
+    "sessionRequireClientSASLAuth",
+    "sasl.serverconfig",
+    "security.auth_to_local",
+    "kerberos.removeHostFromPrincipal",
+    "kerberos.removeRealmFromPrincipal",
     "metricsProvider.className",
     "metricsProvider.httpHost",
     "metricsProvider.httpPort",

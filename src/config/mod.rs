@@ -11,6 +11,7 @@ mod tls;
 mod zoo_cfg;
 
 pub use export::{export_config, jvm_flags_from_env, ExportConfig, SNAPSHOT_COMPRESSION_KEY};
+pub use merge::jvm_property;
 pub use tls::{
     AdminTlsSettings, ClientAuth, Origin, QuorumTlsSettings, StorePassword, StoreSettings, StoreType, TlsSettings,
     TlsStores,
@@ -306,6 +307,21 @@ pub struct ServeArgs {
     pub sasl_super_user: Option<String>,
 }
 
+/// ZooKeeper's authentication enforcement (`AuthenticationHelper`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnforceAuth {
+    /// A connection's identities must include one of these schemes before its requests are served.
+    pub schemes: Vec<String>,
+}
+
+impl EnforceAuth {
+    /// `sasl` enforced: a failed SASL login is answered SESSIONCLOSEDREQUIRESASLAUTH, not
+    /// AUTHFAILED (`ZooKeeperServer.processSasl`).
+    pub fn sasl_required(&self) -> bool {
+        self.schemes.iter().any(|s| s == "sasl")
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
     pub bind: IpAddr,
@@ -365,6 +381,12 @@ pub struct Config {
     pub sasl_users: Option<crate::security::jaas::Users>,
     /// SASL user that gets `super`.
     pub sasl_super_user: Option<String>,
+    /// SASL GSSAPI: the JAAS server section logs in with Kerberos (then clients log in with
+    /// GSSAPI, not DIGEST-MD5, as ZooKeeper's server picks its one mechanism by its login).
+    pub sasl_kerberos: Option<crate::security::gssapi::KerberosSettings>,
+    /// Requests of a connection not authenticated with this scheme are refused and the
+    /// connection closed (`enforce.auth.*`, `sessionRequireClientSASLAuth`).
+    pub enforce_auth: Option<EnforceAuth>,
     /// The ensemble this server is a member of; `None` standalone.
     pub ensemble: Option<crate::raft::members::Ensemble>,
     /// TLS between ensemble members (`sslQuorum`, `portUnification`); `None`: plaintext.
@@ -436,6 +458,8 @@ impl Default for Config {
             tls: None,
             x509_super_user: None,
             sasl_users: None,
+            sasl_kerberos: None,
+            enforce_auth: None,
             sasl_super_user: None,
             ensemble: None,
             quorum_tls: None,

@@ -41,10 +41,22 @@ pub enum JaasError {
     Read { file: String, reason: String },
     #[error("{file}: no {section} section with username=\"<name>\" and password=\"<password>\"")]
     NoLogin { file: String, section: String },
+    #[error("{file}: section {section}: {reason}")]
+    Kerberos { file: String, section: String, reason: String },
 }
 
-/// Every section's options (of all its login module entries), by section name.
-pub type Sections = BTreeMap<String, BTreeMap<String, String>>;
+/// One section: its login modules' class names, in order, and the options of all of them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Section {
+    pub modules: Vec<String>,
+    pub options: BTreeMap<String, String>,
+}
+
+/// Every section, by name.
+pub type Sections = BTreeMap<String, Section>;
+
+/// The login module of a Kerberos login (Java's own).
+pub const KRB5_LOGIN_MODULE: &str = "com.sun.security.auth.module.Krb5LoginModule";
 
 #[derive(Debug, Clone, PartialEq)]
 enum Tok {
@@ -143,7 +155,7 @@ pub fn users_of(sections: &Sections, section: &str, file: &str) -> Result<BTreeM
     let users: BTreeMap<String, String> = sections
         .get(section)
         .into_iter()
-        .flatten()
+        .flat_map(|s| &s.options)
         .filter_map(|(k, v)| k.strip_prefix("user_").map(|u| (u.to_owned(), v.clone())))
         .collect();
     if users.is_empty() {
@@ -154,11 +166,31 @@ pub fn users_of(sections: &Sections, section: &str, file: &str) -> Result<BTreeM
 
 /// The `username` and `password` a section logs in with (ZooKeeper's `QuorumLearner`).
 pub fn login(sections: &Sections, section: &str, file: &str) -> Result<(String, String), JaasError> {
-    let s = sections.get(section);
+    let s = sections.get(section).map(|s| &s.options);
     match (s.and_then(|o| o.get("username")), s.and_then(|o| o.get("password"))) {
         (Some(u), Some(p)) => Ok((u.clone(), p.clone())),
         _ => Err(JaasError::NoLogin { file: file.to_owned(), section: section.to_owned() }),
     }
+}
+
+/// A section's Kerberos login (`Krb5LoginModule` with `principal` and `keyTab`): `None` when
+/// the section logs in some other way (ZooKeeper's server then takes DIGEST-MD5).
+pub fn kerberos_login(sections: &Sections, section: &str, file: &str) -> Result<Option<(String, String)>, JaasError> {
+    let Some(s) = sections.get(section) else { return Ok(None) };
+    if !s.modules.iter().any(|m| m == KRB5_LOGIN_MODULE) {
+        return Ok(None);
+    }
+    let missing = |what: &str| JaasError::Kerberos {
+        file: file.to_owned(),
+        section: section.to_owned(),
+        reason: format!("{KRB5_LOGIN_MODULE} needs {what}"),
+    };
+    if s.options.get("useKeyTab").map(String::as_str) != Some("true") {
+        return Err(missing("useKeyTab=true (a server logs in from its keytab)"));
+    }
+    let principal = s.options.get("principal").ok_or_else(|| missing("principal=\"service/host@REALM\""))?;
+    let keytab = s.options.get("keyTab").ok_or_else(|| missing("keyTab=\"/path/to/keytab\""))?;
+    Ok(Some((principal.clone(), keytab.clone())))
 }
 
 /// Parses a JAAS file into its sections' options.
@@ -178,12 +210,13 @@ pub fn parse_sections(text: &str, file: &str) -> Result<Sections, JaasError> {
             return Err(err(line, format!("expected a section name, found {tok:?}")));
         };
         expect(&mut it, '{')?;
-        let options = sections.entry(section.clone()).or_default();
+        let entry = sections.entry(section.clone()).or_default();
         // Login module entries until the closing brace.
         loop {
             match it.next() {
                 Some((Tok::Punct('}'), _)) => break,
                 Some((Tok::Word(module), mline)) => {
+                    entry.modules.push(module.clone());
                     match it.next() {
                         Some((Tok::Word(flag), _))
                             if ["required", "requisite", "sufficient", "optional"].contains(&flag.as_str()) => {}
@@ -201,7 +234,7 @@ pub fn parse_sections(text: &str, file: &str) -> Result<Sections, JaasError> {
                                     Some((Tok::Quoted(v) | Tok::Word(v), _)) => v,
                                     _ => return Err(err(kline, format!("option {key} has no value"))),
                                 };
-                                options.insert(key, value);
+                                entry.options.insert(key, value);
                             }
                             Some((t, l)) => return Err(err(l, format!("expected an option or ';', found {t:?}"))),
                             None => return Err(err(mline, format!("entry {module} is not closed with ';'"))),
@@ -256,6 +289,17 @@ mod tests {
         assert_eq!(login(&s, "QuorumLearner", "j"), Ok(("learner".into(), "pw".into())));
         assert_eq!(login(&s, "Other", "j"), Err(JaasError::NoLogin { file: "j".into(), section: "Other".into() }));
         assert_eq!(server_users(&s, "j"), Err(JaasError::NoServer { file: "j".into(), section: "Server".into() }));
+    }
+
+    #[test]
+    fn reads_a_kerberos_login() {
+        let text = "Server {\n com.sun.security.auth.module.Krb5LoginModule required\n useKeyTab=true\n \
+                    keyTab=\"/etc/zk.keytab\"\n storeKey=true\n principal=\"zookeeper/h@R\";\n};\n";
+        let s = parse_sections(text, "j").unwrap();
+        assert_eq!(kerberos_login(&s, "Server", "j"), Ok(Some(("zookeeper/h@R".into(), "/etc/zk.keytab".into()))));
+        assert_eq!(kerberos_login(&s, "Other", "j"), Ok(None));
+        let s = parse_sections(&text.replace(" principal=\"zookeeper/h@R\"", ""), "j").unwrap();
+        assert!(kerberos_login(&s, "Server", "j").unwrap_err().to_string().contains("needs principal="));
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! the server and the peer links wire them in.
 pub mod client_cert;
 pub mod digest_md5;
+pub mod gssapi;
 pub mod hostname;
 pub mod jaas;
 pub mod jks;

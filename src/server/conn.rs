@@ -284,7 +284,12 @@ impl Live {
             };
             ctx.ops.stats.packet_received(cs, frame.len() + 4);
             let req = match Request::parse(&frame) {
-                Ok(req) if req.op == OpCode::Ping && idle(&self.permits, ctx.cfg.max_outstanding_per_conn, cs) => {
+                // With enforce.auth every request goes to the core, which knows the session's ids.
+                Ok(req)
+                    if req.op == OpCode::Ping
+                        && ctx.cfg.enforce_auth.is_none()
+                        && idle(&self.permits, ctx.cfg.max_outstanding_per_conn, cs) =>
+                {
                     if self.pong(ctx, cs).await {
                         continue;
                     }
@@ -314,7 +319,7 @@ impl Live {
                 break;
             }
             ctx.ops.stats.request_started(cs, req.op);
-            if cs.session.load(Ordering::Acquire) != 0 {
+            if cs.session.load(Ordering::Acquire) != 0 && ctx.cfg.enforce_auth.is_none() {
                 match self.answer_locally(ctx, &req) {
                     Some(Ok(())) => continue,
                     Some(Err(why)) => {

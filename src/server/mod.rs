@@ -48,6 +48,8 @@ pub enum StartError {
     QuorumTls(crate::security::tls::TlsError),
     #[error("ensemble: {0}")]
     Ensemble(String),
+    #[error("SASL GSSAPI: {0}")]
+    Kerberos(#[from] crate::security::gssapi::KerberosError),
 }
 
 /// A running server.
@@ -274,8 +276,14 @@ impl Server {
     }
 }
 
-/// The core on its own thread, until every sender is gone.
-fn spawn_core(core: Core, rx: mpsc::Receiver<CoreMsg>) -> Result<std::thread::JoinHandle<()>, StartError> {
+/// The core on its own thread, until every sender is gone. A Kerberos login configured for
+/// the client port is made here, so a keytab without the principal stops startup.
+fn spawn_core(mut core: Core, rx: mpsc::Receiver<CoreMsg>) -> Result<std::thread::JoinHandle<()>, StartError> {
+    if let Some(k) = &core.config().sasl_kerberos {
+        let kerberos = crate::security::gssapi::Kerberos::start(k)?;
+        tracing::info!(principal = kerberos.acceptor.principal(), keytab = %k.keytab.display(), "SASL GSSAPI (Kerberos) logins");
+        core.set_kerberos(Arc::new(kerberos));
+    }
     std::thread::Builder::new().name("zkr-core".into()).spawn(move || core.run(rx)).map_err(StartError::Thread)
 }
 

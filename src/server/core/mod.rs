@@ -139,8 +139,8 @@ pub struct Inspection {
 struct Conn {
     handle: ConnHandle,
     session: Option<SessionId>,
-    /// The connection's SASL DIGEST-MD5 exchange, once the client has started one.
-    sasl: Option<DigestServer>,
+    /// The connection's SASL exchange, once the client has started one.
+    sasl: Option<auth::SaslExchange>,
     /// Ensemble: requests waiting behind this connection's proposals (per-session FIFO).
     queue: std::collections::VecDeque<Request>,
     /// Ensemble: proposals of this connection not yet applied here.
@@ -174,6 +174,8 @@ pub struct Core {
     stats: Arc<super::stats::ServerStats>,
     /// The read view connections answer plain reads from (see `view`).
     views: super::view::Publisher,
+    /// SASL GSSAPI logins: the server's Kerberos credential (see `set_kerberos`).
+    kerberos: Option<Arc<crate::security::gssapi::Kerberos>>,
 }
 
 /// Messages handled per turn before the turn's output is committed.
@@ -230,7 +232,17 @@ impl Core {
             durable,
             stats,
             views: super::view::Publisher::new(views),
+            kerberos: None,
         }
+    }
+
+    pub fn config(&self) -> &Arc<Config> {
+        &self.cfg
+    }
+
+    /// Clients log in with SASL GSSAPI as this credential (the server's JAAS login is Kerberos).
+    pub fn set_kerberos(&mut self, kerberos: Arc<crate::security::gssapi::Kerberos>) {
+        self.kerberos = Some(kerberos);
     }
 
     /// Runs until every sender is gone. Blocking: call on a dedicated thread. Each turn handles
@@ -481,6 +493,9 @@ impl Core {
         self.log.touched(sid);
         // Read-only sessions exist only in an ensemble: standalone skips the lookup.
         if self.log.replicated().is_some() && self.serve_read_only(conn, sid, &req) {
+            return;
+        }
+        if self.refused_unauthenticated(conn, sid, &req) {
             return;
         }
         let xid = req.xid;

@@ -211,7 +211,9 @@ launch() {
             -Dorg.slf4j.simpleLogger.defaultLogLevel=info -cp "${CP//slf4j-nop/slf4j-simple}" \
             org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/zoo.cfg" >>"$dir/log" 2>&1 &
     else
-        KRB5_CONFIG="$KRB5_CONFIG" SERVER_JVMFLAGS="$SRV_FLAGS" \
+        # No KRB5_CONFIG: zkr finds the realm's krb5.conf in -Djava.security.krb5.conf, as
+        # ZooKeeper is given it (the remove* transcripts need its default realm).
+        env -u KRB5_CONFIG SERVER_JVMFLAGS="$SRV_FLAGS" \
             "$ZKR_BIN" serve --config "$dir/zoo.cfg" --jaas-config "$JAAS" >>"$dir/log" 2>&1 &
     fi
     SERVER_PID=$!
@@ -301,6 +303,16 @@ for kind in zk zkr; do
         wait "$JPID"; client_rc >>"$(tx kdc-down "$kind")"
         cat "$WORK/kazoo-kdc-down-$kind.txt" >>"$(tx kdc-down "$kind")"
         start_kdc || setup_failed "krb5kdc did not restart"
+        # the server's key changed while it runs: a new key (kvno + 1) in a new keytab that
+        # replaces the old file, as an operator rotates it; a fresh ticket is for the new key
+        kadmin.local -r ZKR.TEST -q "ktadd -k $K/server.keytab.new zookeeper/localhost@ZKR.TEST" >>"$K/kadmin.log" 2>&1 \
+            && mv "$K/server.keytab.new" "$K/server.keytab" || echo "keytab rotation failed" >"$(tx keytab-rotated "$kind")"
+        CC="$K/rotated-$kind.cc"
+        if kinit_bob "$CC"; then
+            KRB5CCNAME="FILE:$CC" timeout 60 $PY "$HERE/krb_wire.py" "$PORT" exchange >>"$(tx keytab-rotated "$kind")" 2>"$WORK/keytab-rotated-$kind.err"; client_rc >>"$(tx keytab-rotated "$kind")"
+        else
+            echo "kinit failed" >>"$(tx keytab-rotated "$kind")"
+        fi
     fi
     stop_server
 
@@ -389,6 +401,7 @@ wire-exchange|raw socket + python3-gssapi (MIT)|GSSAPI exchange with and without
 wire-unhappy|raw socket + python3-gssapi (MIT)|garbage, truncated and wrong-service tokens, garbage final token: reply code and close
 java-wrong-service|Java client (Debian zookeeper.jar 3.8), Kerberos keytab login|Java client with a ticket for zookeeper/otherhost (not in the server keytab)
 kdc-down|Java client (Debian zookeeper.jar 3.8), Kerberos keytab login|KDC stopped while the server runs: open session, new session, new login; kazoo with a cached ticket
+keytab-rotated|raw socket + python3-gssapi (MIT)|server keytab replaced by one with a new key while the server runs: a fresh ticket logs in without a restart
 bad-keytab|ZooKeeper / zkr server start|JAAS Server keyTab without the server principal: start refused or logins fail
 enforce|Java client (Debian zookeeper.jar 3.8), Kerberos keytab login|enforce.auth.enabled=true, enforce.auth.schemes=sasl: plain client refused, SASL client allowed
 require-sasl|Java client (Debian zookeeper.jar 3.8), Kerberos keytab login|sessionRequireClientSASLAuth=true: plain client refused, SASL client allowed"

@@ -8,6 +8,7 @@
 # ticket, garbage and truncated tokens, a keytab without the server's principal, the KDC stopped,
 # enforce.auth and sessionRequireClientSASLAuth). Each scenario's transcript from zkr must equal
 # ZooKeeper's and tests/interop/kerberos/expected/<scenario>.txt (ZooKeeper's, reviewed).
+# Last, kafka.sh (sourced): a Kafka 3.9 broker in ZooKeeper mode, Kerberos to each server.
 # Writes matrix rows to tests/interop/.work/matrix/kerberos.tsv.
 #
 #   ZKR_BIN=target/release/zkr bash tests/interop/kerberos/run.sh
@@ -427,6 +428,10 @@ if [ -n "${KRB_SHOW_LOGS:-}" ] || [ "$failed" -gt 0 ]; then
     say "zkr server log (default run), last lines:"; tail -n 8 "$WORK/default-zkr/log" 2>/dev/null | cut -c1-300 >&2
 fi
 [ -n "${KRB_CAPTURE_OUT:-}" ] && cp "$WORK/capture-detail-zk.txt" "$KRB_CAPTURE_OUT" 2>/dev/null
+
+# ---------------------------------------------------------------- Kafka 3.9 (ZooKeeper mode) in this realm
+# shellcheck source=kafka.sh
+. "$HERE/kafka.sh"
 
 echo "$passed passed, $failed failed ($((SECONDS - T0)) s)"
 [ "$failed" -eq 0 ]

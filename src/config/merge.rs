@@ -587,34 +587,56 @@ fn quorum_jaas(
 
 /// The login a member sends on the connections it opens: only with
 /// `quorum.auth.learnerRequireSasl` (SaslQuorumAuthLearner sends nothing otherwise), from the
-/// JAAS section `quorum.auth.learner.saslLoginContext` (default `QuorumLearner`).
-fn quorum_login(k: &Keys, jaas: Option<&Path>) -> Result<crate::security::quorum_sasl::Credentials, ConfigError> {
+/// JAAS section `quorum.auth.learner.saslLoginContext` (default `QuorumLearner`): Kerberos when
+/// the section uses `Krb5LoginModule` (the member logs in to
+/// `quorum.auth.kerberos.servicePrincipal`, default `zkquorum/localhost`), else DIGEST-MD5.
+fn quorum_login(k: &Keys, jaas: Option<&Path>) -> Result<crate::security::quorum_sasl::Login, ConfigError> {
+    use crate::security::quorum_sasl::{Credentials, KerberosLogin, Login};
     let section = k.get("quorum.auth.learner.saslLoginContext").unwrap_or("QuorumLearner");
     let (sections, file) = quorum_jaas(k, "quorum.auth.learnerRequireSasl", section, jaas)?;
-    let (user, password) =
-        crate::security::jaas::login(&sections, section, &file).map_err(|e| ConfigError::Invalid(e.to_string()))?;
-    Ok(crate::security::quorum_sasl::Credentials { user, password })
+    let invalid = |e: crate::security::jaas::JaasError| ConfigError::Invalid(e.to_string());
+    if let Some((principal, keytab)) =
+        crate::security::jaas::kerberos_login(&sections, section, &file).map_err(invalid)?
+    {
+        let service_principal =
+            k.get("quorum.auth.kerberos.servicePrincipal").unwrap_or("zkquorum/localhost").to_owned();
+        return Ok(Login::Kerberos(KerberosLogin { principal, keytab: keytab.into(), service_principal }));
+    }
+    let (user, password) = crate::security::jaas::login(&sections, section, &file).map_err(invalid)?;
+    Ok(Login::Digest(Credentials { user, password }))
 }
 
 /// Quorum SASL as ZooKeeper's members do it: with `quorum.auth.enableSasl=true` a member checks
-/// any login sent to it against the `user_` accounts of the JAAS section
-/// `quorum.auth.server.saslLoginContext` (default `QuorumServer`; ZooKeeper's
-/// SaslQuorumAuthServer stops startup without the section too), logs in itself when
-/// `learnerRequireSasl`, and refuses members that send no login when `serverRequireSasl`. A
-/// zkr observer of a ZooKeeper ensemble only logs in, but is held to the same file: after
+/// any login sent to it against the JAAS section `quorum.auth.server.saslLoginContext` (default
+/// `QuorumServer`; ZooKeeper's SaslQuorumAuthServer stops startup without the section too): its
+/// Kerberos login (`Krb5LoginModule`), or its `user_` DIGEST-MD5 accounts. It logs in itself
+/// when `learnerRequireSasl`, and refuses members that send no login when `serverRequireSasl`.
+/// A zkr observer of a ZooKeeper ensemble only logs in, but is held to the same file: after
 /// `zkr takeover` the same zoo.cfg makes it a member that takes logins.
 fn quorum_sasl(
     f: &ZooCfg,
     jaas: Option<&Path>,
 ) -> Result<Option<crate::security::quorum_sasl::QuorumSasl>, ConfigError> {
+    use crate::security::quorum_sasl::Accounts;
     let k = Keys { name: &f.name, keys: &f.keys };
     let Some((learner, require)) = quorum_sasl_keys(&k)? else { return Ok(None) };
     let section = k.get("quorum.auth.server.saslLoginContext").unwrap_or("QuorumServer");
     let (sections, file) = quorum_jaas(&k, "quorum.auth.enableSasl", section, jaas)?;
-    let users =
-        crate::security::jaas::users_of(&sections, section, &file).map_err(|e| ConfigError::Invalid(e.to_string()))?;
+    let invalid = |e: crate::security::jaas::JaasError| ConfigError::Invalid(e.to_string());
+    let accounts = match crate::security::jaas::kerberos_login(&sections, section, &file).map_err(invalid)? {
+        Some((principal, keytab)) => {
+            // QuorumPeer.initialize: the hosts of every server.N line may log in.
+            let mut hosts: Vec<String> = crate::raft::members::servers_of(&f.keys, &f.name)
+                .map(|servers| servers.into_values().map(|s| s.host).collect())
+                .unwrap_or_default();
+            hosts.sort();
+            hosts.dedup();
+            Accounts::Kerberos { principal, keytab: keytab.into(), hosts }
+        }
+        None => Accounts::Digest(crate::security::jaas::users_of(&sections, section, &file).map_err(invalid)?),
+    };
     let login = if learner { Some(quorum_login(&k, jaas)?) } else { None };
-    Ok(Some(crate::security::quorum_sasl::QuorumSasl { login, users, require }))
+    Ok(Some(crate::security::quorum_sasl::QuorumSasl { login, accounts, require }))
 }
 
 /// Keys zkr reads.
@@ -696,6 +718,7 @@ pub(super) const USED: &[&str] = &[
     "quorum.auth.serverRequireSasl",
     "quorum.auth.learner.saslLoginContext",
     "quorum.auth.server.saslLoginContext",
+    "quorum.auth.kerberos.servicePrincipal",
     "X509AuthenticationProvider.superUser",
     "DigestAuthenticationProvider.superDigest",
     "superUser",

@@ -118,7 +118,11 @@ fn quorum_sasl_reads_its_jaas_sections_and_quorum_tls_is_read_from_ssl_quorum_ke
     std::fs::write(&jaas, "QuorumServer {\n M required\n user_m=\"pw\";\n};\n").unwrap();
     let with_jaas = || ServeArgs { jaas_config: Some(jaas.clone()), ..ServeArgs::default() };
     let q = with_file(&format!("{base}quorum.auth.enableSasl=true\n"), with_jaas()).unwrap().quorum_sasl.unwrap();
-    assert!(q.login.is_none() && !q.require && q.users.get("m").map(String::as_str) == Some("pw"));
+    let users = match &q.accounts {
+        crate::security::quorum_sasl::Accounts::Digest(u) => u.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert!(q.login.is_none() && !q.require && users.get("m").map(String::as_str) == Some("pw"));
     let all = format!(
         "{base}quorum.auth.enableSasl=true\nquorum.auth.learnerRequireSasl=true\nquorum.auth.serverRequireSasl=true\n"
     );
@@ -127,7 +131,11 @@ fn quorum_sasl_reads_its_jaas_sections_and_quorum_tls_is_read_from_ssl_quorum_ke
     let learner = "QuorumLearner {\n M required\n username=\"m\"\n password=\"pw\";\n};\n";
     std::fs::write(&jaas, format!("QuorumServer {{\n M required\n user_m=\"pw\";\n}};\n{learner}")).unwrap();
     let q = with_file(&all, with_jaas()).unwrap().quorum_sasl.unwrap();
-    assert!(q.require && q.login.map(|c| c.user) == Some("m".into()));
+    let user = match q.login {
+        Some(crate::security::quorum_sasl::Login::Digest(c)) => Some(c.user),
+        _ => None,
+    };
+    assert!(q.require && user == Some("m".into()));
     std::fs::write(&jaas, learner).unwrap();
     let err = with_file(&format!("{base}quorum.auth.enableSasl=true\n"), with_jaas()).unwrap_err().to_string();
     assert!(err.contains("no QuorumServer section with user_"), "{err}");
@@ -357,6 +365,7 @@ fn zab_observer_needs_an_observer_line_above_every_voter() {
         .unwrap();
     let c = with_file(&sasl, with_jaas()).unwrap();
     let creds = c.quorum_sasl.as_ref().and_then(|q| q.login.clone()).expect("the login");
+    let crate::security::quorum_sasl::Login::Digest(creds) = creds else { panic!("{creds:?}") };
     assert_eq!((creds.user.as_str(), creds.password.as_str()), ("l", "p"));
     assert!(c.sasl_users.is_none(), "a file of quorum sections only sets no client accounts");
     let _ = std::fs::remove_file(&jaas);

@@ -66,7 +66,7 @@ impl Link {
             _ => Either::Left(tcp),
         };
         if let Some(creds) = self.sasl.as_ref().and_then(|q| q.login.as_ref()) {
-            tokio::time::timeout(self.timing.handshake, quorum_sasl::login(&mut s, creds))
+            tokio::time::timeout(self.timing.handshake, quorum_sasl::login(&mut s, creds, addr))
                 .await
                 .map_err(|_| PeerError::Refused(format!("no quorum SASL answer from {addr} in time")))??;
         }
@@ -93,7 +93,7 @@ impl Link {
                 let why = "sent a quorum SASL login and quorum.auth.enableSasl is not true here";
                 return Err(PeerError::Refused(format!("member connecting from {peer} {why}")));
             };
-            let user = quorum_sasl::admit(s, first, &sasl.users).await?;
+            let user = quorum_sasl::admit(s, first, &sasl.accounts).await?;
             tracing::debug!(%peer, user, "member logged in with quorum SASL");
             wire::read_frame(s).await
         };

@@ -21,8 +21,11 @@
 //! ```
 
 use crate::security::digest_md5::{DigestClient, DigestServer, SaslError, Step, QUORUM_PROTOCOL, QUORUM_SERVER_NAME};
+use crate::security::gssapi::{ffi, sasl as gss};
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// `QuorumAuth.QUORUM_AUTH_MAGIC_NUMBER`: what a leader peeks for to tell an auth packet from
@@ -51,6 +54,108 @@ impl std::fmt::Debug for Credentials {
     }
 }
 
+/// A member's login on the connections it opens: DIGEST-MD5 (`username`/`password`) or
+/// Kerberos (`Krb5LoginModule` in the `QuorumLearner` section).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Login {
+    Digest(Credentials),
+    Kerberos(KerberosLogin),
+}
+
+/// A Kerberos learner login: its own principal and keytab, and the principal of the member it
+/// logs in to (`quorum.auth.kerberos.servicePrincipal`, `_HOST` replaced by that member's host
+/// as written in its `server.N` line, lower-cased, as `SecurityUtils.getServerPrincipal` does).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KerberosLogin {
+    pub principal: String,
+    pub keytab: PathBuf,
+    pub service_principal: String,
+}
+
+impl KerberosLogin {
+    /// The principal to log in to at `peer` (`host:port` as a `server.N` line writes it).
+    pub fn target(&self, peer: &str) -> String {
+        self.service_principal.replace("_HOST", &host_of(peer).to_lowercase())
+    }
+}
+
+/// The host of `host:port` or `[v6]:port` (a bare host is itself).
+fn host_of(peer: &str) -> &str {
+    if let Some(rest) = peer.strip_prefix('[') {
+        return rest.split_once(']').map_or(rest, |(h, _)| h);
+    }
+    match peer.rsplit_once(':') {
+        Some((h, p)) if !h.contains(':') && p.parse::<u16>().is_ok() => h,
+        _ => peer,
+    }
+}
+
+/// What a member taking a connection checks a login against.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Accounts {
+    /// `QuorumServer`'s `user_<name>` DIGEST-MD5 accounts.
+    Digest(BTreeMap<String, String>),
+    /// `QuorumServer`'s Kerberos login: tickets for this principal are accepted from a learner
+    /// whose principal's host part (if it has one) is one of the members' hosts.
+    Kerberos { principal: String, keytab: PathBuf, hosts: Vec<String> },
+}
+
+impl std::fmt::Debug for Accounts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Accounts::Digest(u) => f.debug_tuple("Digest").field(&u.keys().collect::<Vec<_>>()).finish(),
+            Accounts::Kerberos { principal, hosts, .. } => {
+                f.debug_struct("Kerberos").field("principal", principal).field("hosts", hosts).finish()
+            }
+        }
+    }
+}
+
+/// The process's Kerberos credentials, one per (principal, keytab), made on first use.
+fn initiator(k: &KerberosLogin) -> Result<Arc<ffi::Initiator>, AuthError> {
+    static CACHE: parking_lot::Mutex<BTreeMap<(String, PathBuf), Arc<ffi::Initiator>>> =
+        parking_lot::Mutex::new(BTreeMap::new());
+    let key = (k.principal.clone(), k.keytab.clone());
+    if let Some(i) = CACHE.lock().get(&key) {
+        return Ok(i.clone());
+    }
+    let i = Arc::new(ffi::Initiator::new(&k.principal, &k.keytab).map_err(|e| AuthError::Kerberos {
+        principal: k.principal.clone(),
+        keytab: k.keytab.display().to_string(),
+        source: e,
+    })?);
+    CACHE.lock().insert(key, i.clone());
+    Ok(i)
+}
+
+fn acceptor(principal: &str, keytab: &std::path::Path) -> Result<Arc<ffi::Acceptor>, AuthError> {
+    static CACHE: parking_lot::Mutex<BTreeMap<(String, PathBuf), Arc<ffi::Acceptor>>> =
+        parking_lot::Mutex::new(BTreeMap::new());
+    let key = (principal.to_owned(), keytab.to_owned());
+    if let Some(a) = CACHE.lock().get(&key) {
+        return Ok(a.clone());
+    }
+    let a = Arc::new(ffi::Acceptor::new(principal, keytab).map_err(|e| AuthError::Kerberos {
+        principal: principal.to_owned(),
+        keytab: keytab.display().to_string(),
+        source: e,
+    })?);
+    CACHE.lock().insert(key, a.clone());
+    Ok(a)
+}
+
+/// Checks a member's Kerberos credentials at startup (the keytab must hold the principals), so
+/// a bad keytab stops startup instead of failing every link later.
+pub fn check_kerberos(q: &QuorumSasl) -> Result<(), AuthError> {
+    if let Some(Login::Kerberos(k)) = &q.login {
+        initiator(k)?;
+    }
+    if let Accounts::Kerberos { principal, keytab, .. } = &q.accounts {
+        acceptor(principal, keytab)?;
+    }
+    Ok(())
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum AuthError {
     #[error("quorum SASL: {0}")]
@@ -65,6 +170,14 @@ pub enum AuthError {
     TooManyRounds,
     #[error("quorum SASL: a token of {0} bytes")]
     TooLarge(i32),
+    #[error("quorum SASL (GSSAPI): {0}")]
+    Gssapi(#[from] gss::GssapiError),
+    #[error("quorum SASL: Kerberos login of {principal} from keytab {keytab}: {source}")]
+    Kerberos { principal: String, keytab: String, source: ffi::GssError },
+    #[error("quorum SASL: {0} is not authorized to connect")]
+    Unauthorized(String),
+    #[error("quorum SASL: the peer said SUCCESS before the GSSAPI exchange was complete")]
+    EarlySuccess,
 }
 
 /// One `QuorumAuthPacket` as written.
@@ -137,44 +250,81 @@ async fn send<S: AsyncWrite + Unpin>(s: &mut S, status: i32, token: &[u8]) -> Re
 /// The learner's side of the exchange without I/O (`SaslQuorumAuthLearner`): the first packet to
 /// send, then what each packet from the peer calls for. The blocking `authenticate` and the
 /// async `login` only move its bytes.
-struct LearnerExchange {
-    client: DigestClient,
-    user: String,
-    rounds: usize,
+enum LearnerExchange {
+    Digest { client: DigestClient, user: String, rounds: usize },
+    Kerberos { client: Box<gss::GssapiClient<ffi::ClientContext>>, principal: String, rounds: usize },
 }
 
 /// What the learner does after a packet from the peer.
 enum Next {
     Send(Vec<u8>),
-    /// The peer said SUCCESS and proved it knows the password (its `rspauth`).
+    /// The peer said SUCCESS (DIGEST-MD5: and proved it knows the password, its `rspauth`).
     Done,
 }
 
 impl LearnerExchange {
-    fn start(creds: &Credentials) -> (LearnerExchange, Vec<u8>) {
-        let cnonce: [u8; 16] = rand::random();
-        let client = DigestClient::new(&creds.user, &creds.password, QUORUM_PROTOCOL, QUORUM_SERVER_NAME, &cnonce);
-        (LearnerExchange { client, user: creds.user.clone(), rounds: 0 }, encode(IN_PROGRESS, &[]))
+    /// `host`: the member logged in to, `host:port` as its `server.N` line names it.
+    fn start(login: &Login, host: &str) -> Result<(LearnerExchange, Vec<u8>), AuthError> {
+        match login {
+            Login::Digest(creds) => {
+                let cnonce: [u8; 16] = rand::random();
+                let client =
+                    DigestClient::new(&creds.user, &creds.password, QUORUM_PROTOCOL, QUORUM_SERVER_NAME, &cnonce);
+                let x = LearnerExchange::Digest { client, user: creds.user.clone(), rounds: 0 };
+                Ok((x, encode(IN_PROGRESS, &[])))
+            }
+            Login::Kerberos(k) => {
+                let init = initiator(k)?;
+                let target = k.target(host);
+                let ctx = init.context(&target).map_err(|source| AuthError::Kerberos {
+                    principal: target.clone(),
+                    keytab: k.keytab.display().to_string(),
+                    source,
+                })?;
+                let mut client = Box::new(gss::GssapiClient::new(ctx, &k.principal));
+                // GSSAPI has an initial response: the first context token goes at once.
+                let first = client.start()?;
+                let x = LearnerExchange::Kerberos { client, principal: k.principal.clone(), rounds: 0 };
+                Ok((x, encode(IN_PROGRESS, &first)))
+            }
+        }
     }
 
     fn on_packet(&mut self, status: i32, token: &[u8]) -> Result<Next, AuthError> {
-        self.rounds += 1;
-        match status {
-            IN_PROGRESS if self.rounds >= MAX_ROUNDS => Err(AuthError::TooManyRounds),
-            IN_PROGRESS => Ok(Next::Send(encode(IN_PROGRESS, &self.client.respond(token)?))),
-            SUCCESS => {
-                self.client.finish(token)?;
-                Ok(Next::Done)
+        match self {
+            LearnerExchange::Digest { client, user, rounds } => {
+                *rounds += 1;
+                match status {
+                    IN_PROGRESS if *rounds >= MAX_ROUNDS => Err(AuthError::TooManyRounds),
+                    IN_PROGRESS => Ok(Next::Send(encode(IN_PROGRESS, &client.respond(token)?))),
+                    SUCCESS => {
+                        client.finish(token)?;
+                        Ok(Next::Done)
+                    }
+                    status => Err(AuthError::Refused { user: user.clone(), status }),
+                }
             }
-            status => Err(AuthError::Refused { user: self.user.clone(), status }),
+            LearnerExchange::Kerberos { client, principal, rounds } => {
+                *rounds += 1;
+                match status {
+                    IN_PROGRESS if *rounds >= MAX_ROUNDS => Err(AuthError::TooManyRounds),
+                    IN_PROGRESS => Ok(Next::Send(encode(IN_PROGRESS, &client.respond(token)?))),
+                    // After the learner's last token the server's SUCCESS ends it; its token
+                    // is not read (SaslQuorumAuthLearner's loop ends on isComplete).
+                    SUCCESS if client.is_complete() => Ok(Next::Done),
+                    SUCCESS => Err(AuthError::EarlySuccess),
+                    status => Err(AuthError::Refused { user: principal.clone(), status }),
+                }
+            }
         }
     }
 }
 
 /// Runs the learner's side of the exchange on a connected blocking stream (the ZAB observer's
-/// sockets); returns once the peer said SUCCESS and proved it knows the password.
-pub fn authenticate<S: Read + Write>(s: &mut S, creds: &Credentials) -> Result<(), AuthError> {
-    let (mut x, mut out) = LearnerExchange::start(creds);
+/// sockets) with the member `host`; returns once the peer said SUCCESS (and, with DIGEST-MD5,
+/// proved it knows the password).
+pub fn authenticate<S: Read + Write>(s: &mut S, login: &Login, host: &str) -> Result<(), AuthError> {
+    let (mut x, mut out) = LearnerExchange::start(login, host)?;
     loop {
         s.write_all(&out)?;
         s.flush()?;
@@ -186,9 +336,9 @@ pub fn authenticate<S: Read + Write>(s: &mut S, creds: &Credentials) -> Result<(
     }
 }
 
-/// The learner's side on an async stream (a zkr member opening a peer connection).
-pub async fn login<S: AsyncRead + AsyncWrite + Unpin>(s: &mut S, creds: &Credentials) -> Result<(), AuthError> {
-    let (mut x, mut out) = LearnerExchange::start(creds);
+/// The learner's side on an async stream (a zkr member opening a peer connection to `host`).
+pub async fn login<S: AsyncRead + AsyncWrite + Unpin>(s: &mut S, login: &Login, host: &str) -> Result<(), AuthError> {
+    let (mut x, mut out) = LearnerExchange::start(login, host)?;
     loop {
         s.write_all(&out).await?;
         // A TLS stream may hold a record back until it is flushed.
@@ -202,9 +352,30 @@ pub async fn login<S: AsyncRead + AsyncWrite + Unpin>(s: &mut S, creds: &Credent
 }
 
 /// The side that takes a connection (`SaslQuorumAuthServer`): checks the login whose first
-/// packet began with `first` against `users`; on success answers SUCCESS with the proof that
-/// it knows the password too and returns the user; on a wrong login answers ERROR.
+/// packet began with `first` against `accounts`; on success answers SUCCESS (DIGEST-MD5: with
+/// the proof that it knows the password too) and returns the learner's name; on a wrong login
+/// answers ERROR.
 pub async fn admit<S: AsyncRead + AsyncWrite + Unpin>(
+    s: &mut S,
+    first: [u8; 4],
+    accounts: &Accounts,
+) -> Result<String, AuthError> {
+    match accounts {
+        Accounts::Digest(users) => admit_digest(s, first, users).await,
+        Accounts::Kerberos { principal, keytab, hosts } => {
+            let acceptor = match acceptor(principal, keytab) {
+                Ok(a) => a,
+                Err(e) => {
+                    send(s, ERROR, &[]).await?;
+                    return Err(e);
+                }
+            };
+            admit_kerberos(s, first, &acceptor, hosts).await
+        }
+    }
+}
+
+async fn admit_digest<S: AsyncRead + AsyncWrite + Unpin>(
     s: &mut S,
     first: [u8; 4],
     users: &BTreeMap<String, String>,
@@ -229,13 +400,54 @@ pub async fn admit<S: AsyncRead + AsyncWrite + Unpin>(
     Err(AuthError::TooManyRounds)
 }
 
+/// `SaslQuorumServerCallbackHandler`'s rule: the learner's authorization id must be its
+/// principal, and a principal with a host part (`service/host@REALM`) must name a member's host.
+fn authorized(principal: &str, authz: &str, hosts: &[String]) -> bool {
+    if principal != authz {
+        return false;
+    }
+    let parts: Vec<&str> = authz.split(['/', '@']).collect();
+    parts.len() != 3 || hosts.iter().any(|h| h == parts[1])
+}
+
+async fn admit_kerberos<S: AsyncRead + AsyncWrite + Unpin>(
+    s: &mut S,
+    first: [u8; 4],
+    acceptor: &Arc<ffi::Acceptor>,
+    hosts: &[String],
+) -> Result<String, AuthError> {
+    let mut server = gss::GssapiServer::new(acceptor.context());
+    let mut first = Some(first);
+    for _ in 0..MAX_ROUNDS {
+        let (_, token) = read_async(s, first.take()).await?;
+        match server.step(&token) {
+            Ok(gss::Step { authenticated: Some((principal, authz)), .. }) => {
+                if !authorized(&principal, &authz, hosts) {
+                    send(s, ERROR, &[]).await?;
+                    return Err(AuthError::Unauthorized(authz));
+                }
+                send(s, SUCCESS, &[]).await?;
+                return Ok(principal);
+            }
+            Ok(gss::Step { token, authenticated: None }) => {
+                send(s, IN_PROGRESS, token.as_deref().unwrap_or(&[])).await?
+            }
+            Err(e) => {
+                send(s, ERROR, &[]).await?;
+                return Err(AuthError::Gssapi(e));
+            }
+        }
+    }
+    Err(AuthError::TooManyRounds)
+}
+
 /// Quorum SASL on zkr's own peer links, from zoo.cfg's `quorum.auth.*` keys and the JAAS file.
 #[derive(Clone, PartialEq, Eq)]
 pub struct QuorumSasl {
     /// This member's login on every connection it opens (`quorum.auth.learnerRequireSasl`).
-    pub login: Option<Credentials>,
-    /// The accounts a member opening a connection may log in as (`QuorumServer`'s `user_`).
-    pub users: BTreeMap<String, String>,
+    pub login: Option<Login>,
+    /// What a member opening a connection is checked against (`QuorumServer`).
+    pub accounts: Accounts,
     /// `quorum.auth.serverRequireSasl`: a connection that sends no login is refused.
     pub require: bool,
 }
@@ -244,7 +456,7 @@ impl std::fmt::Debug for QuorumSasl {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("QuorumSasl")
             .field("login", &self.login)
-            .field("users", &self.users.keys().collect::<Vec<_>>())
+            .field("accounts", &self.accounts)
             .field("require", &self.require)
             .finish()
     }
@@ -290,12 +502,14 @@ mod tests {
         let users: BTreeMap<String, String> = [("learner".to_owned(), "pw".to_owned())].into();
         let (mut c, s) = pair();
         let l = leader(s, users.clone());
-        authenticate(&mut c, &Credentials { user: "learner".into(), password: "pw".into() }).unwrap();
+        authenticate(&mut c, &Login::Digest(Credentials { user: "learner".into(), password: "pw".into() }), "h")
+            .unwrap();
         assert_eq!(l.join().unwrap().as_deref(), Some("learner"));
 
         let (mut c, s) = pair();
         let l = leader(s, users);
-        let e = authenticate(&mut c, &Credentials { user: "learner".into(), password: "no".into() }).unwrap_err();
+        let wrong = Login::Digest(Credentials { user: "learner".into(), password: "no".into() });
+        let e = authenticate(&mut c, &wrong, "h").unwrap_err();
         assert!(matches!(e, AuthError::Refused { status: ERROR, .. }), "{e}");
         assert_eq!(l.join().unwrap(), None);
     }
@@ -317,9 +531,9 @@ mod tests {
         let users: BTreeMap<String, String> = [("member".to_owned(), "pw".to_owned())].into();
         for (password, ok) in [("pw", true), ("wrong", false)] {
             let (mut a, mut b) = tokio::io::duplex(4096);
-            let creds = Credentials { user: "member".into(), password: password.into() };
+            let creds = Login::Digest(Credentials { user: "member".into(), password: password.into() });
             let taker = {
-                let users = users.clone();
+                let users = Accounts::Digest(users.clone());
                 tokio::spawn(async move {
                     let mut first = [0u8; 4];
                     b.read_exact(&mut first).await.unwrap();
@@ -327,7 +541,7 @@ mod tests {
                     admit(&mut b, first, &users).await
                 })
             };
-            let opened = login(&mut a, &creds).await;
+            let opened = login(&mut a, &creds, "h").await;
             let taken = taker.await.unwrap();
             assert_eq!(opened.is_ok(), ok, "{opened:?}");
             if ok {
@@ -337,6 +551,20 @@ mod tests {
                 assert!(matches!(taken, Err(AuthError::Sasl(_))), "{taken:?}");
             }
         }
+    }
+
+    #[test]
+    fn kerberos_learners_are_authorized_as_zookeeper_authorizes_them() {
+        let hosts = vec!["zk1.example".to_owned(), "zk2.example".to_owned()];
+        assert!(authorized("zkquorum/zk1.example@R", "zkquorum/zk1.example@R", &hosts));
+        assert!(!authorized("zkquorum/evil.example@R", "zkquorum/evil.example@R", &hosts));
+        assert!(!authorized("zkquorum/zk1.example@R", "zkquorum/zk2.example@R", &hosts), "authz must be the principal");
+        assert!(authorized("quorum@R", "quorum@R", &hosts), "no host part: no host check");
+        let k =
+            KerberosLogin { principal: "p".into(), keytab: "k".into(), service_principal: "zkquorum/_HOST@R".into() };
+        assert_eq!(k.target("ZK1.Example:2888"), "zkquorum/zk1.example@R");
+        assert_eq!(k.target("[::1]:2888"), "zkquorum/::1@R");
+        assert_eq!(k.target("zk2"), "zkquorum/zk2@R");
     }
 
     #[test]

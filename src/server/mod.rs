@@ -50,6 +50,8 @@ pub enum StartError {
     Ensemble(String),
     #[error("SASL GSSAPI: {0}")]
     Kerberos(#[from] crate::security::gssapi::KerberosError),
+    #[error("{0}")]
+    QuorumSasl(#[from] crate::security::quorum_sasl::AuthError),
 }
 
 /// A running server.
@@ -279,6 +281,9 @@ impl Server {
 /// The core on its own thread, until every sender is gone. A Kerberos login configured for
 /// the client port is made here, so a keytab without the principal stops startup.
 fn spawn_core(mut core: Core, rx: mpsc::Receiver<CoreMsg>) -> Result<std::thread::JoinHandle<()>, StartError> {
+    if let Some(q) = &core.config().quorum_sasl {
+        crate::security::quorum_sasl::check_kerberos(q)?;
+    }
     if let Some(k) = &core.config().sasl_kerberos {
         let kerberos = crate::security::gssapi::Kerberos::start(k)?;
         tracing::info!(principal = kerberos.acceptor.principal(), keytab = %k.keytab.display(), "SASL GSSAPI (Kerberos) logins");

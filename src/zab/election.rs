@@ -10,7 +10,7 @@
 
 use super::dial::Dialer;
 use super::ZabError;
-use crate::security::quorum_sasl::Credentials;
+use crate::security::quorum_sasl::Login as Credentials;
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::SocketAddr;
@@ -123,7 +123,8 @@ fn ask(
         // then notifications (a voter that requires SASL closes on anything else).
         s.write_all(&out)?;
         out.clear();
-        crate::security::quorum_sasl::authenticate(&mut s, creds).map_err(|e| std::io::Error::other(e.to_string()))?;
+        crate::security::quorum_sasl::authenticate(&mut s, creds, &v.name)
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
     }
     out.extend_from_slice(&looking_notification(1));
     s.write_all(&out)?;

@@ -111,7 +111,7 @@ pub struct Follow {
     /// `None`: in memory only.
     pub epochs_dir: Option<std::path::PathBuf>,
     /// The quorum SASL login, when the ensemble requires one.
-    pub auth: Option<crate::security::quorum_sasl::Credentials>,
+    pub auth: Option<crate::security::quorum_sasl::Login>,
     /// Plain TCP, or TLS with `sslQuorum=true`.
     pub dial: super::dial::Dialer,
 }

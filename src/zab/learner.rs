@@ -64,7 +64,7 @@ pub struct Options {
     /// The largest buffer accepted (ZooKeeper's `jute.maxbuffer` plus its extra size).
     pub max_buffer: usize,
     /// The quorum SASL login, when the ensemble requires one (`security::quorum_sasl`).
-    pub auth: Option<crate::security::quorum_sasl::Credentials>,
+    pub auth: Option<crate::security::quorum_sasl::Login>,
 }
 
 /// How the leader brought this observer up to date.
@@ -178,7 +178,7 @@ impl Learner {
         sock.set_read_timeout(Some(opts.init_timeout)).map_err(connect)?;
         if let Some(creds) = &opts.auth {
             // Before anything else on the socket, as Learner.connectToLeader authenticates.
-            crate::security::quorum_sasl::authenticate(&mut sock, creds)
+            crate::security::quorum_sasl::authenticate(&mut sock, creds, &opts.leader_name)
                 .map_err(|e| ZabError::Connect { addr: opts.leader, source: std::io::Error::other(e.to_string()) })?;
         }
         let writer = Sender { sock: std::sync::Arc::new(parking_lot::Mutex::new(sock.try_clone().map_err(connect)?)) };

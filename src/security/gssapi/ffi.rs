@@ -65,7 +65,10 @@ type Cred = *mut c_void;
 
 /// GSS_KRB5_NT_PRINCIPAL_NAME, 1.2.840.113554.1.2.2.1: a name written `service/host@REALM`.
 const NT_KRB5_PRINCIPAL: [u8; 10] = [0x2a, 0x86, 0x48, 0x86, 0xf7, 0x12, 0x01, 0x02, 0x02, 0x01];
+const GSS_C_INITIATE: c_int = 1;
 const GSS_C_ACCEPT: c_int = 2;
+/// GSS_C_MUTUAL_FLAG | GSS_C_INTEG_FLAG: the server proves itself too, and wrap tokens carry a MIC.
+const INIT_FLAGS: u32 = 2 | 32;
 const GSS_C_GSS_CODE: c_int = 1;
 const GSS_C_MECH_CODE: c_int = 2;
 const GSS_S_CONTINUE_NEEDED: u32 = 1;
@@ -104,6 +107,21 @@ struct Api {
         *mut u32,
         *mut u32,
         *mut Cred,
+    ) -> Major,
+    init_sec_context: unsafe extern "C" fn(
+        *mut Minor,
+        Cred,
+        *mut Ctx,
+        Name,
+        *mut Oid,
+        u32,
+        u32,
+        *mut c_void,
+        *mut Buffer,
+        *mut *mut Oid,
+        *mut Buffer,
+        *mut u32,
+        *mut u32,
     ) -> Major,
     delete_sec_context: unsafe extern "C" fn(*mut Minor, *mut Ctx, *mut Buffer) -> Major,
     wrap: unsafe extern "C" fn(*mut Minor, Ctx, c_int, u32, *mut Buffer, *mut c_int, *mut Buffer) -> Major,
@@ -145,6 +163,7 @@ fn symbols(lib: Library) -> Result<Api, libloading::Error> {
             acquire_cred_from: *lib.get(b"gss_acquire_cred_from\0")?,
             release_cred: *lib.get(b"gss_release_cred\0")?,
             accept_sec_context: *lib.get(b"gss_accept_sec_context\0")?,
+            init_sec_context: *lib.get(b"gss_init_sec_context\0")?,
             delete_sec_context: *lib.get(b"gss_delete_sec_context\0")?,
             wrap: *lib.get(b"gss_wrap\0")?,
             unwrap: *lib.get(b"gss_unwrap\0")?,
@@ -233,30 +252,7 @@ impl Acceptor {
     /// on disk is used without a restart.
     pub fn new(principal: &str, keytab: &std::path::Path) -> Result<Acceptor, GssError> {
         let api = api()?;
-        let name = import_name(api, principal)?;
-        let key = CString::new("keytab").map_err(|e| GssError::Input(e.to_string()))?;
-        let path = CString::new(keytab.as_os_str().as_encoded_bytes())
-            .map_err(|_| GssError::Input(format!("keytab path {} holds a NUL byte", keytab.display())))?;
-        let element = KeyValue { key: key.as_ptr(), value: path.as_ptr() };
-        let store = KeyValueSet { count: 1, elements: &element };
-        let (mut minor, mut cred) = (0, std::ptr::null_mut());
-        // SAFETY: all pointers are valid for the call; the name is released below.
-        let major = unsafe {
-            (api.acquire_cred_from)(
-                &mut minor,
-                name.0,
-                GSS_C_INDEFINITE,
-                std::ptr::null_mut(),
-                GSS_C_ACCEPT,
-                &store,
-                &mut cred,
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-            )
-        };
-        if is_error(major) {
-            return Err(status(api, "gss_acquire_cred_from", major, minor));
-        }
+        let cred = acquire(api, principal, GSS_C_ACCEPT, &[("keytab", keytab.as_os_str().as_encoded_bytes())])?;
         Ok(Acceptor { api, cred, principal: principal.to_owned() })
     }
 
@@ -276,6 +272,172 @@ impl Drop for Acceptor {
         // SAFETY: the credential was acquired by this value and is released once.
         unsafe { (self.api.release_cred)(&mut m, &mut self.cred) };
     }
+}
+
+/// `gss_acquire_cred_from` for `principal` with a credential store (MIT's `keytab`,
+/// `client_keytab`, `ccache` keys).
+fn acquire(api: &'static Api, principal: &str, usage: c_int, store: &[(&str, &[u8])]) -> Result<Cred, GssError> {
+    let name = import_name(api, principal)?;
+    let mut owned = Vec::new();
+    for (k, v) in store {
+        let key = CString::new(*k).map_err(|e| GssError::Input(e.to_string()))?;
+        let value = CString::new(*v).map_err(|_| GssError::Input(format!("{k} holds a NUL byte")))?;
+        owned.push((key, value));
+    }
+    let elements: Vec<KeyValue> = owned.iter().map(|(k, v)| KeyValue { key: k.as_ptr(), value: v.as_ptr() }).collect();
+    let set = KeyValueSet { count: elements.len() as u32, elements: elements.as_ptr() };
+    let (mut minor, mut cred) = (0, std::ptr::null_mut());
+    // SAFETY: all pointers are valid for the call (the strings live in `owned`); the name is
+    // released when `name` drops.
+    let major = unsafe {
+        (api.acquire_cred_from)(
+            &mut minor,
+            name.0,
+            GSS_C_INDEFINITE,
+            std::ptr::null_mut(),
+            usage,
+            &set,
+            &mut cred,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+        )
+    };
+    if is_error(major) {
+        return Err(status(api, "gss_acquire_cred_from", major, minor));
+    }
+    Ok(cred)
+}
+
+/// A member's initiating credential: its principal's keys from a keytab, from which MIT gets
+/// tickets from the KDC itself when it needs them (into a credential cache in memory).
+pub struct Initiator {
+    api: &'static Api,
+    cred: Cred,
+    principal: String,
+}
+
+// SAFETY: as for Acceptor.
+unsafe impl Send for Initiator {}
+unsafe impl Sync for Initiator {}
+
+impl std::fmt::Debug for Initiator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Initiator").field("principal", &self.principal).finish()
+    }
+}
+
+impl Initiator {
+    pub fn new(principal: &str, keytab: &std::path::Path) -> Result<Initiator, GssError> {
+        let api = api()?;
+        static CACHES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = CACHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let ccache = format!("MEMORY:zkr-{}-{n}", std::process::id());
+        let store = [("client_keytab", keytab.as_os_str().as_encoded_bytes()), ("ccache", ccache.as_bytes())];
+        let cred = acquire(api, principal, GSS_C_INITIATE, &store)?;
+        Ok(Initiator { api, cred, principal: principal.to_owned() })
+    }
+
+    pub fn principal(&self) -> &str {
+        &self.principal
+    }
+
+    /// A new context to log in to `target` (`service/host@REALM`).
+    pub fn context(self: &std::sync::Arc<Self>, target: &str) -> Result<ClientContext, GssError> {
+        let target = import_name(self.api, target)?;
+        Ok(ClientContext { initiator: self.clone(), target, ctx: std::ptr::null_mut() })
+    }
+}
+
+impl Drop for Initiator {
+    fn drop(&mut self) {
+        let mut m = 0;
+        // SAFETY: the credential was acquired by this value and is released once.
+        unsafe { (self.api.release_cred)(&mut m, &mut self.cred) };
+    }
+}
+
+/// One login's security context on the initiating side.
+pub struct ClientContext {
+    initiator: std::sync::Arc<Initiator>,
+    target: OwnedName,
+    ctx: Ctx,
+}
+
+// SAFETY: as for Context.
+unsafe impl Send for ClientContext {}
+
+impl ClientContext {
+    /// The next context token from the server's (empty at the start): (token to send,
+    /// whether the context is established).
+    pub fn init(&mut self, token: &[u8]) -> Result<(Vec<u8>, bool), GssError> {
+        let api = self.initiator.api;
+        let mut input = Buffer::of(token);
+        let (mut minor, mut out) = (0, Buffer::empty());
+        // SAFETY: all pointers are valid; the output buffer is released by take_bytes.
+        let major = unsafe {
+            (api.init_sec_context)(
+                &mut minor,
+                self.initiator.cred,
+                &mut self.ctx,
+                self.target.0,
+                std::ptr::null_mut(),
+                INIT_FLAGS,
+                0,
+                std::ptr::null_mut(),
+                if token.is_empty() { std::ptr::null_mut() } else { &mut input },
+                std::ptr::null_mut(),
+                &mut out,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            )
+        };
+        let bytes = take_bytes(api, &mut out);
+        if is_error(major) {
+            return Err(status(api, "gss_init_sec_context", major, minor));
+        }
+        Ok((bytes, major & GSS_S_CONTINUE_NEEDED == 0))
+    }
+
+    pub fn wrap(&mut self, data: &[u8]) -> Result<Vec<u8>, GssError> {
+        wrap_with(self.initiator.api, self.ctx, data)
+    }
+
+    pub fn unwrap(&mut self, data: &[u8]) -> Result<Vec<u8>, GssError> {
+        unwrap_with(self.initiator.api, self.ctx, data)
+    }
+}
+
+impl Drop for ClientContext {
+    fn drop(&mut self) {
+        if !self.ctx.is_null() {
+            let mut m = 0;
+            // SAFETY: the context was made by init and is deleted once.
+            unsafe { (self.initiator.api.delete_sec_context)(&mut m, &mut self.ctx, std::ptr::null_mut()) };
+        }
+    }
+}
+
+fn wrap_with(api: &Api, ctx: Ctx, data: &[u8]) -> Result<Vec<u8>, GssError> {
+    let (mut minor, mut input, mut out) = (0, Buffer::of(data), Buffer::empty());
+    // SAFETY: the context is established; the output buffer is released by take_bytes.
+    let major = unsafe { (api.wrap)(&mut minor, ctx, 0, 0, &mut input, std::ptr::null_mut(), &mut out) };
+    let bytes = take_bytes(api, &mut out);
+    if is_error(major) {
+        return Err(status(api, "gss_wrap", major, minor));
+    }
+    Ok(bytes)
+}
+
+fn unwrap_with(api: &Api, ctx: Ctx, data: &[u8]) -> Result<Vec<u8>, GssError> {
+    let (mut minor, mut input, mut out) = (0, Buffer::of(data), Buffer::empty());
+    // SAFETY: as in wrap_with.
+    let major =
+        unsafe { (api.unwrap)(&mut minor, ctx, &mut input, &mut out, std::ptr::null_mut(), std::ptr::null_mut()) };
+    let bytes = take_bytes(api, &mut out);
+    if is_error(major) {
+        return Err(status(api, "gss_unwrap", major, minor));
+    }
+    Ok(bytes)
 }
 
 /// An imported name, released on drop.
@@ -361,29 +523,11 @@ impl Context {
 
     /// Integrity-protects `data` (no confidentiality), as the SASL layer's negotiation needs.
     pub fn wrap(&mut self, data: &[u8]) -> Result<Vec<u8>, GssError> {
-        let api = self.acceptor.api;
-        let (mut minor, mut input, mut out) = (0, Buffer::of(data), Buffer::empty());
-        // SAFETY: the context is established; the output buffer is released by take_bytes.
-        let major = unsafe { (api.wrap)(&mut minor, self.ctx, 0, 0, &mut input, std::ptr::null_mut(), &mut out) };
-        let bytes = take_bytes(api, &mut out);
-        if is_error(major) {
-            return Err(status(api, "gss_wrap", major, minor));
-        }
-        Ok(bytes)
+        wrap_with(self.acceptor.api, self.ctx, data)
     }
 
     pub fn unwrap(&mut self, data: &[u8]) -> Result<Vec<u8>, GssError> {
-        let api = self.acceptor.api;
-        let (mut minor, mut input, mut out) = (0, Buffer::of(data), Buffer::empty());
-        // SAFETY: as in wrap.
-        let major = unsafe {
-            (api.unwrap)(&mut minor, self.ctx, &mut input, &mut out, std::ptr::null_mut(), std::ptr::null_mut())
-        };
-        let bytes = take_bytes(api, &mut out);
-        if is_error(major) {
-            return Err(status(api, "gss_unwrap", major, minor));
-        }
-        Ok(bytes)
+        unwrap_with(self.acceptor.api, self.ctx, data)
     }
 }
 

@@ -138,6 +138,77 @@ impl<C: SecurityContext> GssapiServer<C> {
     }
 }
 
+/// What the client side needs from a GSS-API context (the real one is `ffi::ClientContext`).
+pub trait InitiatorContext {
+    /// (token to send, established)
+    fn init(&mut self, token: &[u8]) -> Result<(Vec<u8>, bool), GssError>;
+    fn wrap(&mut self, data: &[u8]) -> Result<Vec<u8>, GssError>;
+    fn unwrap(&mut self, data: &[u8]) -> Result<Vec<u8>, GssError>;
+}
+
+impl InitiatorContext for super::ffi::ClientContext {
+    fn init(&mut self, token: &[u8]) -> Result<(Vec<u8>, bool), GssError> {
+        super::ffi::ClientContext::init(self, token)
+    }
+    fn wrap(&mut self, data: &[u8]) -> Result<Vec<u8>, GssError> {
+        super::ffi::ClientContext::wrap(self, data)
+    }
+    fn unwrap(&mut self, data: &[u8]) -> Result<Vec<u8>, GssError> {
+        super::ffi::ClientContext::unwrap(self, data)
+    }
+}
+
+/// The client side of RFC 4752 (a zkr member logging in to another, as Java's
+/// `GssKrb5Client` does for ZooKeeper's `SaslQuorumAuthLearner`): context tokens until the
+/// context is established (an empty response when the last one produced nothing), then the
+/// server's offer answered with "no security layer", a zero receive buffer and the
+/// authorization id (its own principal: ZooKeeper's quorum server requires the two equal).
+pub struct GssapiClient<C> {
+    ctx: C,
+    authz: String,
+    established: bool,
+    done: bool,
+}
+
+impl<C: InitiatorContext> GssapiClient<C> {
+    pub fn new(ctx: C, authz: &str) -> Self {
+        GssapiClient { ctx, authz: authz.to_owned(), established: false, done: false }
+    }
+
+    /// The initial response (the first context token).
+    pub fn start(&mut self) -> Result<Vec<u8>, GssapiError> {
+        self.respond(&[])
+    }
+
+    /// The response to a server token.
+    pub fn respond(&mut self, token: &[u8]) -> Result<Vec<u8>, GssapiError> {
+        if self.done {
+            return Err(GssapiError::Complete);
+        }
+        if !self.established {
+            let (out, established) = self.ctx.init(token)?;
+            self.established = established;
+            return Ok(out);
+        }
+        let offer = self.ctx.unwrap(token)?;
+        if offer.len() < 4 {
+            return Err(GssapiError::ShortChoice(offer.len()));
+        }
+        if offer[0] & LAYER_NONE == 0 {
+            return Err(GssapiError::Layer(offer[0]));
+        }
+        let mut choice = vec![LAYER_NONE, 0, 0, 0];
+        choice.extend_from_slice(self.authz.as_bytes());
+        self.done = true;
+        Ok(self.ctx.wrap(&choice)?)
+    }
+
+    /// The client sent its choice: the exchange is complete on its side.
+    pub fn is_complete(&self) -> bool {
+        self.done
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -185,6 +256,47 @@ mod tests {
         assert_eq!(s.step(b"no-mutual").unwrap().token, Some(b"W\x01\x01\x00\x00".to_vec()));
         let done = s.step(b"W\x01\x00\x10\x00").unwrap();
         assert_eq!(done.authenticated, Some(("bob@ZKR.TEST".into(), "bob@ZKR.TEST".into())));
+    }
+
+    /// A client context whose tokens the Fake server takes: "ap-req" then, with mutual auth,
+    /// the server's "rep" completes it.
+    struct FakeClient {
+        mutual: bool,
+    }
+    impl InitiatorContext for FakeClient {
+        fn init(&mut self, token: &[u8]) -> Result<(Vec<u8>, bool), GssError> {
+            match token {
+                [] if self.mutual => Ok((b"t".to_vec(), false)),
+                [] => Ok((b"no-mutual".to_vec(), true)),
+                b"rep" => Ok((Vec::new(), true)),
+                _ => Err(GssError::Call { call: "gss_init_sec_context", message: "bad".into() }),
+            }
+        }
+        fn wrap(&mut self, data: &[u8]) -> Result<Vec<u8>, GssError> {
+            Ok([b"W", data].concat())
+        }
+        fn unwrap(&mut self, data: &[u8]) -> Result<Vec<u8>, GssError> {
+            Ok(data.strip_prefix(b"W").unwrap_or(data).to_vec())
+        }
+    }
+
+    #[test]
+    fn client_and_server_agree_with_and_without_mutual_auth() {
+        for mutual in [true, false] {
+            let mut c = GssapiClient::new(FakeClient { mutual }, "zkquorum/h@R");
+            let mut s = GssapiServer::new(Fake { rounds: 1 });
+            let mut token = c.start().unwrap();
+            let id = loop {
+                let step = s.step(&token).unwrap();
+                if let Some(id) = step.authenticated {
+                    assert_eq!(step.token, None);
+                    break id;
+                }
+                token = c.respond(&step.token.unwrap()).unwrap();
+            };
+            assert!(c.is_complete());
+            assert_eq!(id, ("bob@ZKR.TEST".to_owned(), "zkquorum/h@R".to_owned()), "mutual {mutual}");
+        }
     }
 
     #[test]

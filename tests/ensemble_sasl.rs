@@ -10,15 +10,15 @@ use common::cluster::*;
 use std::collections::BTreeMap;
 use std::time::Duration;
 use zkr::config::Config;
-use zkr::security::quorum_sasl::{Credentials, QuorumSasl};
+use zkr::security::quorum_sasl::{Accounts, Credentials, Login, QuorumSasl};
 use zookeeper_client as zk;
 
 /// The settings of a member whose JAAS file has `QuorumServer { user_m="<accounts>" }` and,
 /// when `login` is given, `QuorumLearner { username="m" password="<login>" }`.
 fn sasl(accounts: &str, login: Option<&str>, require: bool) -> QuorumSasl {
     QuorumSasl {
-        login: login.map(|p| Credentials { user: "m".into(), password: p.into() }),
-        users: BTreeMap::from([("m".to_owned(), accounts.to_owned())]),
+        login: login.map(|p| Login::Digest(Credentials { user: "m".into(), password: p.into() })),
+        accounts: Accounts::Digest(BTreeMap::from([("m".to_owned(), accounts.to_owned())])),
         require,
     }
 }
@@ -43,8 +43,8 @@ async fn members_log_in_to_each_other_and_a_client_sees_one_ensemble() {
     // One with the wrong password is told ERROR and gets no further.
     let peer = cl.cfgs[0].ensemble.as_ref().unwrap().me().unwrap().peer_addr();
     let mut s = tokio::net::TcpStream::connect(&peer).await.unwrap();
-    let wrong = Credentials { user: "m".into(), password: "guess".into() };
-    let login = zkr::security::quorum_sasl::login(&mut s, &wrong).await;
+    let wrong = Login::Digest(Credentials { user: "m".into(), password: "guess".into() });
+    let login = zkr::security::quorum_sasl::login(&mut s, &wrong, &peer).await;
     assert!(matches!(login, Err(zkr::security::quorum_sasl::AuthError::Refused { .. })), "{login:?}");
     cl.shutdown().await;
 }

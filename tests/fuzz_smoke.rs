@@ -111,6 +111,12 @@ fn fuzz_connect_request() {
     run_target("connect_request", checks::connect_request);
 }
 
+/// The SASL GSSAPI token path: MIT's accept through zkr's FFI and the RFC 4752 state machine.
+#[test]
+fn fuzz_sasl_gssapi_tokens() {
+    run_target("sasl_gssapi", checks::sasl_gssapi);
+}
+
 #[test]
 fn fuzz_reply_records() {
     run_target("replies", checks::replies);
@@ -144,12 +150,13 @@ type Target = (&'static str, fn(&[u8]));
 #[test]
 fn fuzz_regressions_stay_fixed() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/regressions");
-    let targets: [Target; 6] = [
+    let targets: [Target; 7] = [
         ("frames", checks::frames),
         ("request", checks::request),
         ("connect_request", checks::connect_request),
         ("replies", checks::replies),
         ("txn_record", checks::txn_record),
+        ("sasl_gssapi", checks::sasl_gssapi),
         ("tree_ops", |b| model::run(&model::ops_from_bytes(b))),
     ];
     for (name, f) in targets {

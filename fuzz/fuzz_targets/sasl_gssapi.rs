@@ -1,0 +1,2 @@
+#![no_main]
+libfuzzer_sys::fuzz_target!(|data: &[u8]| zkr_fuzz::checks::sasl_gssapi(data));

@@ -178,6 +178,13 @@ elif MODE == "unhappy":
     good = ctx("zookeeper@localhost", False).step()
     bad_token("truncated token (first half of a valid AP-REQ token)", good[: len(good) // 2])
     bad_token("ticket for zookeeper/otherhost", ctx("zookeeper@otherhost", False).step())
+    # a replayed token: a valid AP-REQ taken once, then sent again on a new connection
+    once = ctx("zookeeper@localhost", False).step()
+    s = session()
+    r = sasl(s, 1, once)
+    out(f"replayed token: first use err={r[1] if r else None} {kind(r[2]) if r else ''}")
+    s.close()
+    bad_token("replayed token: second use", once)
     # a valid first token, then garbage as the answer to the security-layer offer
     s = session()
     r = sasl(s, 1, ctx("zookeeper@localhost", False).step())

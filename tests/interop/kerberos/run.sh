@@ -8,12 +8,14 @@
 # ticket, garbage and truncated tokens, a keytab without the server's principal, the KDC stopped,
 # enforce.auth and sessionRequireClientSASLAuth). Each scenario's transcript from zkr must equal
 # ZooKeeper's and tests/interop/kerberos/expected/<scenario>.txt (ZooKeeper's, reviewed).
-# Last, kafka.sh (sourced): a Kafka 3.9 broker in ZooKeeper mode, Kerberos to each server.
+# Then quorum.sh (sourced): Kerberos between ensemble members (quorum SASL GSSAPI), a ZooKeeper 3.8
+# ensemble, a zkr ensemble and zkr observing the ZooKeeper one. Last, kafka.sh (sourced): a Kafka 3.9
+# broker in ZooKeeper mode, Kerberos to each server.
 # Writes matrix rows to tests/interop/.work/matrix/kerberos.tsv.
 #
 #   ZKR_BIN=target/release/zkr bash tests/interop/kerberos/run.sh
 # Ports: free ones picked in KRB_PORT_BASE .. +899 (default 23000). KRB_KEEP_WORK=1 keeps the temp
-# dir. Prints "N passed, M failed"; exit 1 on a failed check, 2 when the setup failed.
+# dir. KRB_ONLY=quorum runs only the realm and quorum.sh. Prints "N passed, M failed"; exit 1 on a failed check, 2 when the setup failed.
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 INTEROP="$(cd "$HERE/.." && pwd)"
@@ -258,7 +260,9 @@ log_check() { # kind scenario log-text zk-fixed-string zkr-regex
     fi
 }
 
-for kind in zk zkr; do
+KINDS="zk zkr"
+[ "${KRB_ONLY:-}" = quorum ] && KINDS=""
+for kind in $KINDS; do
     # ------------------------------------------------ run "default": ids as ZooKeeper makes them by default
     JAAS="$K/jaas-server.conf"
     SRV_FLAGS="$BASE_FLAGS -Dzookeeper.superUser=carol/client.example@ZKR.TEST"
@@ -374,7 +378,7 @@ enforce.auth.schemes=sasl" ;;
 done
 
 # ---------------------------------------------------------------- server log lines of the unhappy paths
-for kind in zk zkr; do
+for kind in $KINDS; do
     log_check "$kind" wire-unhappy "$(cat "$WORK/wire-unhappy-$kind.log" 2>/dev/null)" \
         "Closing client connection due to SASL authentication failure." '(sasl|gss|kerberos).*(fail|error|invalid|defective)|(fail|error|invalid|defective).*(sasl|gss|kerberos)'
     log_check "$kind" java-wrong-service "$(cat "$WORK/java-wrong-service-$kind.log" 2>/dev/null)" \
@@ -423,15 +427,19 @@ while IFS='|' read -r scen client feature; do
         [ -s "$zkrf" ] || echo "  (no zkr transcript: zkr did not start for this run; see below)"
     fi
     $PY "$INTEROP/matrix.py" add-row "$MATRIX_TSV" "$client" "kerberos/$scen" "$feature" $ref_rc $zkr_rc $cmp_rc "$WORK/$scen.diff"
-done <<<"$SCENARIOS"
+done < <([ -n "$KINDS" ] && echo "$SCENARIOS")
 if [ -n "${KRB_SHOW_LOGS:-}" ] || [ "$failed" -gt 0 ]; then
     say "zkr server log (default run), last lines:"; tail -n 8 "$WORK/default-zkr/log" 2>/dev/null | cut -c1-300 >&2
 fi
 [ -n "${KRB_CAPTURE_OUT:-}" ] && cp "$WORK/capture-detail-zk.txt" "$KRB_CAPTURE_OUT" 2>/dev/null
 
+# ---------------------------------------------------------------- Kerberos between ensemble members
+# shellcheck source=quorum.sh
+. "$HERE/quorum.sh"
+
 # ---------------------------------------------------------------- Kafka 3.9 (ZooKeeper mode) in this realm
 # shellcheck source=kafka.sh
-. "$HERE/kafka.sh"
+[ "${KRB_ONLY:-}" = quorum ] || . "$HERE/kafka.sh"
 
 echo "$passed passed, $failed failed ($((SECONDS - T0)) s)"
 [ "$failed" -eq 0 ]

@@ -66,9 +66,13 @@ impl Link {
             _ => Either::Left(tcp),
         };
         if let Some(creds) = self.sasl.as_ref().and_then(|q| q.login.as_ref()) {
-            tokio::time::timeout(self.timing.handshake, quorum_sasl::login(&mut s, creds, addr))
+            let login = tokio::time::timeout(self.timing.handshake, quorum_sasl::login(&mut s, creds, addr))
                 .await
-                .map_err(|_| PeerError::Refused(format!("no quorum SASL answer from {addr} in time")))??;
+                .map_err(|_| PeerError::Refused(format!("no quorum SASL answer from {addr} in time")))?;
+            if let Err(e) = &login {
+                refused_login(addr, e);
+            }
+            login?;
         }
         write_frame(&mut s, &Hello { from: self.me, kind }).await?;
         Ok(s)
@@ -136,4 +140,23 @@ async fn starts_tls(tcp: &TcpStream, wait: Duration) -> Result<bool, PeerError> 
         .await
         .map_err(|_| PeerError::Tls("nothing received in time".into()))??;
     Ok(n == 1 && b[0] == 0x16)
+}
+
+/// A login the other member refused (or this member could not make: no ticket, a bad keytab)
+/// is an operator's problem: one warning per peer every 30 s, as connections are retried.
+fn refused_login(addr: &str, e: &quorum_sasl::AuthError) {
+    use quorum_sasl::AuthError;
+    if matches!(e, AuthError::Io(_)) {
+        return;
+    }
+    static LAST: parking_lot::Mutex<Option<std::collections::HashMap<String, std::time::Instant>>> =
+        parking_lot::Mutex::new(None);
+    let mut last = LAST.lock();
+    let seen = last.get_or_insert_with(Default::default);
+    let now = std::time::Instant::now();
+    if seen.get(addr).is_some_and(|t| now.duration_since(*t) < std::time::Duration::from_secs(30)) {
+        return;
+    }
+    seen.insert(addr.to_owned(), now);
+    tracing::warn!(peer = addr, "quorum SASL login to another member failed: {e}");
 }

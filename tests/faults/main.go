@@ -146,7 +146,7 @@ type options struct {
 }
 
 // defaultDuration is each mode's fault time per run.
-var defaultDuration = map[string]time.Duration{"short": 15 * time.Second, "full": 60 * time.Second}
+var defaultDuration = map[string]time.Duration{"short": 12 * time.Second, "full": 60 * time.Second}
 
 func runSeed(master int64, server, nemesis string) int64 {
 	h := fnv.New64a()
@@ -168,13 +168,13 @@ func main() {
 	}
 	var o options
 	var servers, nems, wls string
-	flag.StringVar(&o.mode, "mode", "short", "short (CI: every nemesis once, 15 s each) or full")
+	flag.StringVar(&o.mode, "mode", "short", "short (CI: every nemesis once, 12 s each) or full")
 	flag.StringVar(&servers, "server", "", "zkr, zookeeper or both (default: short zkr, full both)")
 	flag.StringVar(&nems, "nemesis", "all", "comma-separated nemeses, or all")
 	flag.StringVar(&wls, "workload", "all", "comma-separated workloads (run at once), or all")
 	flag.Int64Var(&o.seed, "seed", 0, "master seed (0: from the clock); each run's seed derives from it, the server and the nemesis")
 	flag.IntVar(&o.members, "members", 0, "ensemble size (default 3 short, 5 full)")
-	flag.DurationVar(&o.duration, "duration", 0, "nemesis time per run (default 15s short, 60s full)")
+	flag.DurationVar(&o.duration, "duration", 0, "nemesis time per run (default 12s short, 60s full)")
 	flag.StringVar(&o.zkrBin, "zkr", "target/release/zkr", "the zkr binary")
 	flag.StringVar(&o.out, "out", "tests/faults/.work", "where runs keep member logs, results.json and histories")
 	flag.StringVar(&o.report, "report", "", "write the markdown result table here (the full run writes docs/faults.md)")

@@ -8,7 +8,7 @@
 #                            [--duration 30s] [--keep] [--op-log]
 #
 # --short (the default, run by scripts/test-all.sh): every nemesis once against a 3-member zkr
-# ensemble, all workloads at once, 15 s of faults each. --full: every nemesis against zkr and
+# ensemble, all workloads at once, 12 s of faults each. --full: every nemesis against zkr and
 # ZooKeeper, 5 members, 60 s each; writes docs/faults.md. A failing run prints its seed and the
 # command that replays it. See tests/faults/README.md.
 #

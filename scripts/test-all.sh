@@ -12,7 +12,7 @@ echo "== installing test dependencies (apt-get)"
 $SUDO apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq \
   zookeeper zookeeper-bin libzookeeper-java python3-kazoo netcat-openbsd \
-  libnetty-java python3-pure-sasl openssl prometheus maven >/dev/null
+  libnetty-java python3-pure-sasl openssl prometheus maven libgssapi-krb5-2 >/dev/null
 
 T0=$SECONDS
 echo "== cargo build --release"

@@ -5,6 +5,7 @@ truncated or wrong-service token gets and whether the server then closes the con
 Usage: krb_wire.py PORT exchange|unhappy|plain-create
 """
 import os
+import time
 import socket
 import struct
 import sys
@@ -193,6 +194,18 @@ elif MODE == "unhappy":
     out(f"valid token then garbage: second reply {'none, connection closed' if r is None else 'err=%d body_after_header=%d bytes (%s)' % (r[1], r[3], kind(r[2]))}")
     out(f"valid token then garbage: connection closed afterwards: {closed(s)}")
     s.close()
+elif MODE == "expired":
+    # The ccache holds a ticket of a few seconds (kinit -l); the server's krb5.conf allows 2 s
+    # of clock skew. A token made and sent at once logs in; one made while the ticket was valid
+    # and sent after it expired is refused.
+    fresh = ctx("zookeeper@localhost", False).step()
+    s = session()
+    r = sasl(s, 1, fresh)
+    out(f"token sent at once: reply err={r[1] if r else None} {kind(r[2]) if r else ''}")
+    s.close()
+    late = ctx("zookeeper@localhost", False).step()
+    time.sleep(float(os.environ.get("KRB_EXPIRE_WAIT", "8")))
+    bad_token("token sent after its ticket expired", late)
 elif MODE == "plain-create":
     s = session()
     path = b"/wire-plain"

@@ -360,6 +360,20 @@ for kind in $KINDS; do
     fi
     JAAS="$K/jaas-server.conf"
 
+    # ------------------------------------------------ run "expired-ticket": both servers' krb5.conf allows
+    # 2 s of clock skew (Java and MIT read [libdefaults] clockskew); bob's ticket lives 4 s
+    [ -f "$K/krb5-skew.conf" ] || sed '/^\[libdefaults\]/a\ clockskew = 2' "$KRB5_CONFIG" >"$K/krb5-skew.conf"
+    SRV_FLAGS="-Djava.security.krb5.conf=$K/krb5-skew.conf"
+    if start_server "$kind" expired-ticket; then
+        CC="$K/expired-$kind.cc"
+        if KRB5CCNAME="FILE:$CC" kinit -l 4s -kt "$K/bob.keytab" bob@ZKR.TEST >>"$K/kinit.log" 2>&1; then
+            KRB5CCNAME="FILE:$CC" timeout 60 $PY "$HERE/krb_wire.py" "$PORT" expired >"$(tx expired-ticket "$kind")" 2>"$WORK/expired-ticket-$kind.err"; client_rc >>"$(tx expired-ticket "$kind")"
+        else
+            echo "kinit -l 4s failed" >"$(tx expired-ticket "$kind")"
+        fi
+    fi
+    stop_server
+
     # ------------------------------------------------ runs "enforce" and "require-sasl"
     for run in enforce require-sasl; do
         case $run in
@@ -375,6 +389,30 @@ enforce.auth.schemes=sasl" ;;
         stop_server
     done
     EXTRA_LINES=""
+
+    # ------------------------------------------------ run "kdc-down-at-start": the KDC is stopped before the
+    # server starts; a client whose ccache already holds a service ticket then logs in
+    CC="$K/kdcstart-$kind.cc"
+    f="$WORK/kdc-down-at-start-$kind.txt"
+    if kinit_bob "$CC" && KRB5CCNAME="FILE:$CC" kvno zookeeper/localhost@ZKR.TEST >>"$K/kinit.log" 2>&1; then
+        stop_kdc
+        SRV_FLAGS="$BASE_FLAGS"
+        d="$WORK/kdc-down-at-start-$kind"
+        PORT=$(free_port)
+        launch "$kind" "$d"
+        if wait_ruok "$PORT" "$SERVER_PID" 25; then
+            echo "server: answers ruok" >"$f"
+            KRB5CCNAME="FILE:$CC" timeout 60 $PY "$HERE/krb_wire.py" "$PORT" exchange 2>>"$f" | grep -E "whoAmI" >>"$f"
+            stop_server
+        else
+            kill -0 "$SERVER_PID" 2>/dev/null && stop_server
+            echo "server: does not answer ruok (exited or not listening)" >"$f"
+        fi
+        cp "$d/log" "$WORK/kdc-down-at-start-$kind.log" 2>/dev/null
+        start_kdc || setup_failed "krb5kdc did not restart"
+    else
+        echo "kinit or kvno failed" >"$f"
+    fi
 done
 
 # ---------------------------------------------------------------- server log lines of the unhappy paths
@@ -395,6 +433,23 @@ mkdir -p "$(dirname "$MATRIX_TSV")"
 : >"$MATRIX_TSV"
 EXPECT="$HERE/expected"
 norm() { sed -e "s|$WORK|WORK|g" "$1" 2>/dev/null; }
+# kdc-down-at-start: ZooKeeper's server logs in to the KDC when it starts (Krb5LoginModule) and
+# exits without one; zkr only accepts tickets, needs no KDC, starts, and takes the logins of
+# clients that already hold a service ticket (a deliberate difference, README).
+f="$WORK/kdc-down-at-start-zk.txt"
+if grep -q "does not answer ruok" "$f" 2>/dev/null &&
+    grep -qF "Could not configure server because SASL configuration did not allow the  ZooKeeper server to authenticate itself properly" "$WORK/kdc-down-at-start-zk.log" 2>/dev/null; then
+    pass "kdc-down-at-start zk: ZooKeeper does not start without its KDC (LoginException at startup)"
+else
+    fail "kdc-down-at-start zk: expected ZooKeeper to refuse to start: $(cat "$f" 2>/dev/null)"
+fi
+f="$WORK/kdc-down-at-start-zkr.txt"
+if grep -q "answers ruok" "$f" 2>/dev/null && [ "$(grep -c 'whoAmI -> \[sasl:bob@ZKR.TEST, ip:127.0.0.1\]' "$f")" -eq 2 ]; then
+    pass "kdc-down-at-start zkr: zkr starts without the KDC and takes logins with cached tickets (with and without mutual auth)"
+else
+    fail "kdc-down-at-start zkr: $(cat "$f" 2>/dev/null)"
+fi
+
 SCENARIOS="java-main|Java client (Debian zookeeper.jar 3.8), Kerberos keytab login|Java client: bob and carol keytab logins, whoAmI, sasl ACLs, default ids, superUser with host and realm
 java-main-remove|Java client (Debian zookeeper.jar 3.8), Kerberos keytab login|Java client: ids with zookeeper.kerberos.removeHostFromPrincipal and removeRealmFromPrincipal, superUser=bob
 java-main-remove-unprefixed|Java client (Debian zookeeper.jar 3.8), Kerberos keytab login|Java client: -Dkerberos.remove*FromPrincipal (not read by ZooKeeper 3.8): ids unchanged, superUser=bob does not match
@@ -407,6 +462,7 @@ wire-unhappy|raw socket + python3-gssapi (MIT)|garbage, truncated and wrong-serv
 java-wrong-service|Java client (Debian zookeeper.jar 3.8), Kerberos keytab login|Java client with a ticket for zookeeper/otherhost (not in the server keytab)
 kdc-down|Java client (Debian zookeeper.jar 3.8), Kerberos keytab login|KDC stopped while the server runs: open session, new session, new login; kazoo with a cached ticket
 keytab-rotated|raw socket + python3-gssapi (MIT)|server keytab replaced by one with a new key while the server runs: a fresh ticket logs in without a restart
+expired-ticket|raw socket + python3-gssapi (MIT)|a token of a 4 s ticket sent after the ticket expired (servers allow 2 s of clock skew): refused and closed; one sent at once logs in
 bad-keytab|ZooKeeper / zkr server start|JAAS Server keyTab without the server principal: start refused or logins fail
 enforce|Java client (Debian zookeeper.jar 3.8), Kerberos keytab login|enforce.auth.enabled=true, enforce.auth.schemes=sasl: plain client refused, SASL client allowed
 require-sasl|Java client (Debian zookeeper.jar 3.8), Kerberos keytab login|sessionRequireClientSASLAuth=true: plain client refused, SASL client allowed"

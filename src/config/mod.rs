@@ -5,13 +5,14 @@
 //! `export` reads the few keys `zkr export-zookeeper` takes from a zoo.cfg (the directories and
 //! `snapshot.compression.method`), apart from the server's `Config`.
 
+mod auth;
 mod export;
 mod merge;
 mod tls;
 mod zoo_cfg;
 
+pub use auth::jvm_property;
 pub use export::{export_config, jvm_flags_from_env, ExportConfig, SNAPSHOT_COMPRESSION_KEY};
-pub use merge::jvm_property;
 pub use tls::{
     AdminTlsSettings, ClientAuth, Origin, QuorumTlsSettings, StorePassword, StoreSettings, StoreType, TlsSettings,
     TlsStores,

@@ -111,37 +111,35 @@ impl std::fmt::Debug for Accounts {
     }
 }
 
-/// The process's Kerberos credentials, one per (principal, keytab), made on first use.
-fn initiator(k: &KerberosLogin) -> Result<Arc<ffi::Initiator>, AuthError> {
-    static CACHE: parking_lot::Mutex<BTreeMap<(String, PathBuf), Arc<ffi::Initiator>>> =
-        parking_lot::Mutex::new(BTreeMap::new());
-    let key = (k.principal.clone(), k.keytab.clone());
-    if let Some(i) = CACHE.lock().get(&key) {
-        return Ok(i.clone());
+/// The process's Kerberos credentials of one kind, one per (principal, keytab), made on first use.
+type CredentialCache<T> = parking_lot::Mutex<BTreeMap<(String, PathBuf), Arc<T>>>;
+
+fn cached<T>(
+    cache: &CredentialCache<T>,
+    principal: &str,
+    keytab: &std::path::Path,
+    make: fn(&str, &std::path::Path) -> Result<T, ffi::GssError>,
+) -> Result<Arc<T>, AuthError> {
+    let key = (principal.to_owned(), keytab.to_owned());
+    if let Some(c) = cache.lock().get(&key) {
+        return Ok(c.clone());
     }
-    let i = Arc::new(ffi::Initiator::new(&k.principal, &k.keytab).map_err(|e| AuthError::Kerberos {
-        principal: k.principal.clone(),
-        keytab: k.keytab.display().to_string(),
-        source: e,
-    })?);
-    CACHE.lock().insert(key, i.clone());
-    Ok(i)
+    let made = make(principal, keytab).map_err(|source| AuthError::Kerberos {
+        principal: principal.to_owned(),
+        keytab: keytab.display().to_string(),
+        source,
+    })?;
+    Ok(cache.lock().entry(key).or_insert_with(|| Arc::new(made)).clone())
+}
+
+fn initiator(k: &KerberosLogin) -> Result<Arc<ffi::Initiator>, AuthError> {
+    static CACHE: CredentialCache<ffi::Initiator> = parking_lot::Mutex::new(BTreeMap::new());
+    cached(&CACHE, &k.principal, &k.keytab, ffi::Initiator::new)
 }
 
 fn acceptor(principal: &str, keytab: &std::path::Path) -> Result<Arc<ffi::Acceptor>, AuthError> {
-    static CACHE: parking_lot::Mutex<BTreeMap<(String, PathBuf), Arc<ffi::Acceptor>>> =
-        parking_lot::Mutex::new(BTreeMap::new());
-    let key = (principal.to_owned(), keytab.to_owned());
-    if let Some(a) = CACHE.lock().get(&key) {
-        return Ok(a.clone());
-    }
-    let a = Arc::new(ffi::Acceptor::new(principal, keytab).map_err(|e| AuthError::Kerberos {
-        principal: principal.to_owned(),
-        keytab: keytab.display().to_string(),
-        source: e,
-    })?);
-    CACHE.lock().insert(key, a.clone());
-    Ok(a)
+    static CACHE: CredentialCache<ffi::Acceptor> = parking_lot::Mutex::new(BTreeMap::new());
+    cached(&CACHE, principal, keytab, ffi::Acceptor::new)
 }
 
 /// Checks a member's Kerberos credentials at startup (the keytab must hold the principals), so

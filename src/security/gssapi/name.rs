@@ -83,16 +83,6 @@ pub struct Rules {
     pub remove_realm: bool,
 }
 
-impl PartialEq for Rules {
-    fn eq(&self, o: &Rules) -> bool {
-        self.rules.len() == o.rules.len()
-            && self.rules.iter().zip(&o.rules).all(|(a, b)| a.text == b.text)
-            && (&self.default_realm, self.remove_host, self.remove_realm)
-                == (&o.default_realm, o.remove_host, o.remove_realm)
-    }
-}
-impl Eq for Rules {}
-
 #[derive(Debug, Clone)]
 struct Rule {
     text: String,

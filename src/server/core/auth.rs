@@ -49,10 +49,11 @@ impl Core {
         let ok = |t: Option<Vec<u8>>| {
             Outbound::Reply(ReplyHeader { xid, zxid: 0, err: 0 }, Response::Sasl(t.map(Into::into)))
         };
-        let kerberos = self.kerberos.clone();
-        let users = self.cfg.sasl_users.clone();
+        // Arcs, so that the accounts are not copied per token while a connection is borrowed.
+        let (kerberos, cfg) = (self.kerberos.clone(), self.cfg.clone());
+        let users = cfg.sasl_users.as_ref();
         let Some(c) = self.conns.get_mut(&conn) else { return };
-        let exchange = match (&kerberos, &users, &mut c.sasl) {
+        let exchange = match (&kerberos, users, &mut c.sasl) {
             (_, _, Some(x)) => x,
             (Some(k), _, slot) => slot.insert(SaslExchange::Gssapi(Box::new(k.server()))),
             (None, Some(_), slot) => slot.insert(SaslExchange::Digest(DigestServer::new())),
@@ -65,8 +66,7 @@ impl Core {
         let step = match exchange {
             SaslExchange::Digest(d) => {
                 let nonce: [u8; 30] = rand::random();
-                let accounts = users.as_ref().map(|u| &u.0);
-                match accounts.map(|a| d.step(token, a, &nonce)) {
+                match users.map(|u| d.step(token, &u.0, &nonce)) {
                     Some(Ok(step)) => Ok((Some(step.token), step.authorized.map(|u| ("DIGEST-MD5", u)))),
                     Some(Err(e)) => Err(e.to_string()),
                     None => Err("no DIGEST-MD5 accounts".to_owned()),
